@@ -1,0 +1,61 @@
+# cloudtpu.pod: `make help` lists every target.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(CURDIR)/$(VENV)/bin
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_FORCE_COLOR ?= false
+export PY_COLORS ?= 0
+export ANSIBLE_NOCOLOR ?= true
+
+# Molecule scenarios run by `make molecule`, in this order.
+SCENARIOS ?= default
+
+.PHONY: help setup docker image lint unit integration sanity molecule test clean
+
+help: ## List every target with one line each
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
+	  awk 'BEGIN {FS = ":.*## "}; {printf "  %-18s %s\n", $$1, $$2}'
+
+$(VENV)/.stamp: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+setup: $(VENV)/.stamp ## Create .venv with the pinned toolchain (ansible, molecule, linters)
+
+docker: ## Make sure a Docker daemon answers (installs docker.io and starts dockerd if needed)
+	tools/ensure-docker.sh
+
+image: docker ## Build the Debian bookworm worker image (skipped when its recipe hash exists)
+	tools/image/build.sh
+
+lint: setup ## yamllint, ansible-lint (production profile) and ruff
+	yamllint --strict .
+	ansible-lint
+	ruff check .
+	ruff format --check .
+
+unit: setup ## Unit tests (pytest, no Docker)
+	pytest -q tests/unit
+
+integration: setup ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
+	pytest -q tests/integration
+
+sanity: setup ## ansible-test sanity on the collection's plugins
+	tools/sanity.sh
+
+molecule: setup image ## Molecule scenarios in Docker: $(SCENARIOS)
+	@set -e; for s in $(SCENARIOS); do \
+	  echo "=== molecule test -s $$s"; \
+	  molecule test -s $$s; \
+	done
+
+test: lint unit integration sanity molecule ## The full test suite (what CI runs)
+
+clean: ## Remove caches (keeps .venv and images)
+	rm -rf .cache .pytest_cache .ruff_cache

@@ -1,0 +1,79 @@
+#!/bin/sh
+# Runs inside the freshly bootstrapped root file system (chroot) of the worker image.
+set -eu
+
+# Trust the build host's extra certificate authorities (TLS-inspecting proxies).
+update-ca-certificates >/dev/null
+
+# Units that have no business in a container.
+for unit in getty@tty1.service console-getty.service serial-getty@.service \
+    systemd-udevd.service systemd-udevd-control.socket systemd-udevd-kernel.socket \
+    systemd-timesyncd.service systemd-firstboot.service systemd-remount-fs.service \
+    sys-kernel-config.mount sys-kernel-debug.mount sys-kernel-tracing.mount \
+    apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do
+  ln -sf /dev/null "/etc/systemd/system/$unit"
+done
+
+# Every container gets its own machine id and SSH host keys, like every VM does.
+: > /etc/machine-id
+rm -f /etc/ssh/ssh_host_*
+cat > /etc/systemd/system/cloudtpu-hostkeys.service <<'UNIT'
+[Unit]
+Description=Generate SSH host keys on first boot
+Before=ssh.service
+ConditionPathExists=!/etc/ssh/ssh_host_ed25519_key
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/ssh-keygen -A
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+ln -sf /etc/systemd/system/cloudtpu-hostkeys.service \
+  /etc/systemd/system/multi-user.target.wants/cloudtpu-hostkeys.service
+
+# Accounts from "user:key" lines, as the TPU VM guest agent does with the
+# node's ssh-keys metadata: /etc/cloudtpu/ssh-keys is read at boot and on demand.
+install -d -m 0755 /etc/cloudtpu
+cat > /usr/local/sbin/cloudtpu-accounts <<'SCRIPT'
+#!/bin/sh
+# Create login users with passwordless sudo from "user:ssh-key" lines.
+set -eu
+keys=${1:-/etc/cloudtpu/ssh-keys}
+[ -r "$keys" ] || exit 0
+grep -v '^[[:space:]]*\(#\|$\)' "$keys" | while IFS= read -r line; do
+  user=${line%%:*}
+  key=${line#*:}
+  case "$user" in ''|*[!a-z0-9_-]*) echo "skipping bad user name: $user" >&2; continue ;; esac
+  id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+  home=$(getent passwd "$user" | cut -d: -f6)
+  install -d -m 0700 -o "$user" -g "$user" "$home/.ssh"
+  touch "$home/.ssh/authorized_keys"
+  grep -qxF "$key" "$home/.ssh/authorized_keys" || printf '%s\n' "$key" >> "$home/.ssh/authorized_keys"
+  chown "$user:$user" "$home/.ssh/authorized_keys"
+  chmod 0600 "$home/.ssh/authorized_keys"
+  printf '%s ALL=(ALL:ALL) NOPASSWD:ALL\n' "$user" > "/etc/sudoers.d/90-cloudtpu-$user"
+  chmod 0440 "/etc/sudoers.d/90-cloudtpu-$user"
+done
+SCRIPT
+chmod 0755 /usr/local/sbin/cloudtpu-accounts
+cat > /etc/systemd/system/cloudtpu-accounts.service <<'UNIT'
+[Unit]
+Description=Create login users from /etc/cloudtpu/ssh-keys
+Before=ssh.service
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/cloudtpu-accounts
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+ln -sf /etc/systemd/system/cloudtpu-accounts.service \
+  /etc/systemd/system/multi-user.target.wants/cloudtpu-accounts.service
+
+# No DNS or resolv.conf baked in: Docker provides them.
+rm -f /etc/hostname
+apt-get clean
+rm -rf /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/* /usr/share/info/*
