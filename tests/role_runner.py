@@ -1,0 +1,84 @@
+"""Run one role of the collection against the control machine, for preflight tests.
+
+The role runs in check mode on localhost (connection local), so a role whose preflight
+lets a bad value through still changes nothing here; the tests then see a non-zero exit
+code missing or a message that does not name the variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = REPO / ".venv" / "bin"
+
+
+def ansible_env(**extra: str) -> dict[str, str]:
+    """Environment for ansible-* commands run from the repository."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0",
+            "ANSIBLE_CALLBACKS_ENABLED": "",
+            "ANSIBLE_LOCALHOST_WARNING": "false",
+            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
+            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def run_role(
+    role: str,
+    extra_vars: dict,
+    *,
+    check: bool = True,
+    hostvars: dict | None = None,
+    timeout: int = 300,
+) -> subprocess.CompletedProcess[str]:
+    """Run `cloudtpu.pod.<role>` on localhost with the given variables.
+
+    `hostvars` are set as play vars (lower precedence than extra vars), which is how a
+    static inventory would set the shared tpu_* host variables.
+    """
+    play = [
+        {
+            "name": f"Run {role}",
+            "hosts": "localhost",
+            "connection": "local",
+            "gather_facts": True,
+            "vars": hostvars or {},
+            "roles": [{"role": f"cloudtpu.pod.{role}"}],
+        }
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        playbook = Path(tmp) / "play.yml"
+        playbook.write_text(json.dumps(play))
+        varsfile = Path(tmp) / "vars.json"
+        varsfile.write_text(json.dumps(extra_vars))
+        cmd = [
+            str(BIN / "ansible-playbook"),
+            "-i",
+            "localhost,",
+            str(playbook),
+            "-e",
+            f"@{varsfile}",
+        ]
+        if check:
+            cmd.append("--check")
+        return subprocess.run(
+            cmd,
+            cwd=REPO,
+            env=ansible_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
