@@ -1,0 +1,519 @@
+# Copyright: (c) cloudtpu.pod contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Inventory of Cloud TPU VM workers, read from the TPU v2 API."""
+# Ansible plugins keep DOCUMENTATION and EXAMPLES above the imports.
+# ruff: noqa: E402
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: tpu_vm
+short_description: Cloud TPU VM workers from the TPU v2 API
+version_added: 0.1.0
+description:
+  - Lists the TPU nodes of one or more Google Cloud projects through the TPU v2 API and adds one
+    host per worker (one per entry of the node's C(networkEndpoints); worker 0 is the coordinator).
+  - Every host gets the variables C(tpu_project), C(tpu_zone), C(tpu_node), C(tpu_worker_id),
+    C(tpu_worker_count), C(tpu_accelerator_type), C(tpu_generation), C(tpu_chips_per_host),
+    C(tpu_device_glob), C(tpu_internal_ip), C(tpu_external_ip), C(tpu_state), C(tpu_health),
+    C(tpu_runtime_version), C(tpu_labels), C(tpu_spot) and C(ansible_host).
+  - Hosts are put in the groups C(tpu), C(tpu_node_<node>), C(tpu_type_<accelerator type>),
+    C(tpu_zone_<zone>), C(tpu_gen_<generation>) and C(tpu_coordinator) (worker 0 of each node),
+    with every character other than letters, digits and underscores replaced by an underscore.
+    O(compose), O(groups) and O(keyed_groups) add more.
+  - Values that come from the API are marked unsafe, so they are never templated.
+  - The inventory source file name must end in C(tpu_vm.yml) or C(tpu_vm.yaml).
+requirements:
+  - requests
+  - google-auth
+  - the google.cloud collection (bundled with the ansible package)
+extends_documentation_fragment:
+  - constructed
+  - inventory_cache
+options:
+  plugin:
+    description: Marks the file as a source for this plugin.
+    required: true
+    type: str
+    choices: [cloudtpu.pod.tpu_vm]
+  projects:
+    description:
+      - Google Cloud project IDs to list TPU nodes from.
+      - From the environment, a comma-separated list.
+    type: list
+    elements: str
+    env:
+      - name: CLOUDTPU_PROJECT
+      - name: GCP_PROJECT
+  zones:
+    description:
+      - Zones to list nodes in. Empty means every zone, read in one call per page through the
+        C(locations/-) wildcard (or zone by zone when the API refuses the wildcard).
+      - From the environment, a comma-separated list.
+    type: list
+    elements: str
+    default: []
+    env:
+      - name: CLOUDTPU_ZONES
+  states:
+    description:
+      - Keep only nodes in these states (C(READY), C(CREATING), C(STOPPED), C(PREEMPTED),
+        C(TERMINATED), C(REPAIRING), ...). An empty list keeps every state.
+    type: list
+    elements: str
+    default: [READY]
+  labels:
+    description:
+      - Keep only nodes that carry all these labels. Values are shell-style patterns, so C('*')
+        only asks for the label to be present.
+    type: dict
+    default: {}
+  accelerator_types:
+    description: Keep only nodes whose accelerator type matches one of these shell-style patterns.
+    type: list
+    elements: str
+    default: []
+  names:
+    description: Keep only nodes whose name (node ID) matches one of these shell-style patterns.
+    type: list
+    elements: str
+    default: []
+  hostname:
+    description:
+      - Python format string for inventory host names. Fields C(node), C(worker_id), C(zone),
+        C(project), C(accelerator_type) and C(generation) are available.
+      - Two workers that end up with the same name are an error; add C({zone}) or C({project})
+        when node names repeat across zones or projects.
+    type: str
+    default: "{node}-w{worker_id}"
+  use_internal_ip:
+    description:
+      - Set C(ansible_host) to the worker's internal IP even when it has an external one.
+      - By default the external IP is used when the worker has one, else the internal IP.
+    type: bool
+    default: false
+  auth_kind:
+    description: How to get Google credentials.
+    type: str
+    choices: [application, serviceaccount, machineaccount, accesstoken]
+    default: application
+    env:
+      - name: GCP_AUTH_KIND
+  service_account_file:
+    description: Service account JSON key file, with O(auth_kind=serviceaccount).
+    type: path
+    env:
+      - name: GCP_SERVICE_ACCOUNT_FILE
+  service_account_contents:
+    description: Service account JSON key as a string, with O(auth_kind=serviceaccount).
+    type: str
+    env:
+      - name: GCP_SERVICE_ACCOUNT_CONTENTS
+  service_account_email:
+    description: Service account of the VM to act as, with O(auth_kind=machineaccount).
+    type: str
+    env:
+      - name: GCP_SERVICE_ACCOUNT_EMAIL
+  access_token:
+    description: OAuth2 access token, with O(auth_kind=accesstoken).
+    type: str
+    env:
+      - name: GCP_ACCESS_TOKEN
+  scopes:
+    description: OAuth2 scopes to request.
+    type: list
+    elements: str
+    default: [https://www.googleapis.com/auth/cloud-platform]
+    env:
+      - name: GCP_SCOPES
+  base_url:
+    description:
+      - Root of the TPU v2 API. Point it at a private endpoint, a proxy or the local emulator.
+    type: str
+    default: https://tpu.googleapis.com/v2
+    env:
+      - name: CLOUDTPU_API_ENDPOINT
+  page_size:
+    description: Nodes asked for per list call; the API may answer with fewer.
+    type: int
+    default: 500
+  retries:
+    description: Attempts per API call when it answers 429 or 5xx or cannot be reached.
+    type: int
+    default: 5
+  retry_backoff:
+    description: Seconds before the first retry; each further retry doubles it (with jitter).
+    type: float
+    default: 1.0
+  retry_max_sleep:
+    description: Upper bound, in seconds, of one wait between retries.
+    type: float
+    default: 16.0
+  request_timeout:
+    description: Seconds to wait for one API answer.
+    type: float
+    default: 60.0
+"""
+
+EXAMPLES = r"""
+# inventories/gcp/tpu_vm.yml: every READY TPU worker of the projects named in CLOUDTPU_PROJECT,
+# using application default credentials (gcloud auth application-default login).
+plugin: cloudtpu.pod.tpu_vm
+
+# Two projects, two zones, spot v5e slices only, reached on their internal addresses.
+plugin: cloudtpu.pod.tpu_vm
+projects: [research-a, research-b]
+zones: [us-west4-a, europe-west4-b]
+accelerator_types: ["v5litepod-*"]
+labels:
+  team: vision
+use_internal_ip: true
+
+# Include preempted nodes (for a recover playbook) and group workers by their health.
+plugin: cloudtpu.pod.tpu_vm
+projects: [research-a]
+states: [READY, PREEMPTED, REPAIRING]
+keyed_groups:
+  - key: tpu_health
+    prefix: health
+groups:
+  big_slices: tpu_worker_count >= 8
+compose:
+  ansible_user: "'researcher'"
+
+# Local emulator, cached for an hour.
+plugin: cloudtpu.pod.tpu_vm
+projects: [demo-project]
+base_url: http://127.0.0.1:8470/v2
+auth_kind: accesstoken
+access_token: demo-token
+cache: true
+cache_plugin: ansible.builtin.jsonfile
+cache_connection: .cache/tpu_inventory
+cache_timeout: 3600
+"""
+
+import re
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from fnmatch import fnmatchcase
+from typing import Any
+
+from ansible.errors import AnsibleError, AnsibleParserError
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+from ansible.utils.unsafe_proxy import wrap_var
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import TpuApiError, TpuClient
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
+    accelerator_facts,
+    node_accelerator_type,
+)
+
+CACHE_VERSION = 1
+HOSTNAME_FIELDS = ("node", "worker_id", "zone", "project", "accelerator_type", "generation")
+_GROUP_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+
+
+# -- pure functions: API JSON in, hosts, groups and variables out ----------------------------------
+
+
+def group_name(prefix: str, value: Any) -> str:
+    """``prefix`` + ``value`` with every character other than [A-Za-z0-9_] turned into ``_``."""
+    return _GROUP_UNSAFE.sub("_", f"{prefix}{value}")
+
+
+def parse_node_name(name: Any) -> tuple[str, str, str]:
+    """(project, zone, node id) from ``projects/P/locations/Z/nodes/N`` (else empty parts)."""
+    parts = str(name or "").split("/")
+    if (
+        len(parts) == 6
+        and parts[0] == "projects"
+        and parts[2] == "locations"
+        and parts[4] == "nodes"
+    ):
+        return parts[1], parts[3], parts[5]
+    return "", "", parts[-1]
+
+
+def check_hostname_template(template: str) -> None:
+    """Raise ValueError unless ``template`` is a format string over HOSTNAME_FIELDS only."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        raise ValueError(
+            f"hostname template {template!r} is not a valid format string: {exc}"
+        ) from None
+    for field in fields:
+        if field not in HOSTNAME_FIELDS:
+            raise ValueError(
+                f"hostname template {template!r} uses {{{field}}}; the fields are "
+                + ", ".join("{%s}" % f for f in HOSTNAME_FIELDS)
+            )
+    if not fields or "worker_id" not in fields:
+        raise ValueError(
+            f"hostname template {template!r} must contain {{worker_id}}, else the workers of a "
+            "node get the same name"
+        )
+
+
+def node_matches(
+    node: Mapping[str, Any],
+    states: Sequence[str] = ("READY",),
+    labels: Mapping[str, Any] | None = None,
+    accelerator_types: Sequence[str] = (),
+    names: Sequence[str] = (),
+) -> bool:
+    """True when the node passes every filter (an empty filter keeps everything)."""
+    if states and str(node.get("state", "")).upper() not in {s.upper() for s in states}:
+        return False
+    node_labels = node.get("labels") or {}
+    for key, pattern in (labels or {}).items():
+        if key not in node_labels or not fnmatchcase(str(node_labels[key]), str(pattern)):
+            return False
+    if accelerator_types:
+        accel = node_accelerator_type(node)
+        if not any(fnmatchcase(accel, pattern) for pattern in accelerator_types):
+            return False
+    if names:
+        node_id = parse_node_name(node.get("name"))[2]
+        if not any(fnmatchcase(node_id, pattern) for pattern in names):
+            return False
+    return True
+
+
+def node_hosts(
+    node: Mapping[str, Any],
+    project: str,
+    hostname: str = "{node}-w{worker_id}",
+    use_internal_ip: bool = False,
+) -> list[tuple[str, dict[str, Any], list[str]]]:
+    """One ``(host name, host variables, groups)`` per worker of a node JSON object.
+
+    Nothing here raises on odd input: unknown accelerator types give generation ``unknown``,
+    missing addresses give empty strings.
+    """
+    _, zone, node_id = parse_node_name(node.get("name"))
+    accel = node_accelerator_type(node)
+    facts = accelerator_facts(accel)
+    endpoints = [e for e in node.get("networkEndpoints") or [] if isinstance(e, Mapping)]
+    scheduling = node.get("schedulingConfig") or {}
+    labels = node.get("labels") or {}
+    common = {
+        "tpu_project": project,
+        "tpu_zone": zone,
+        "tpu_node": node_id,
+        "tpu_worker_count": len(endpoints),
+        "tpu_accelerator_type": accel,
+        "tpu_generation": facts["generation"],
+        "tpu_chips_per_host": facts["chips_per_host"],
+        "tpu_device_glob": facts["device_glob"],
+        "tpu_state": str(node.get("state") or "STATE_UNSPECIFIED"),
+        "tpu_health": str(node.get("health") or "HEALTH_UNSPECIFIED"),
+        "tpu_runtime_version": str(node.get("runtimeVersion") or ""),
+        "tpu_labels": dict(labels) if isinstance(labels, Mapping) else {},
+        "tpu_spot": bool(scheduling.get("spot") or scheduling.get("preemptible")),
+    }
+    node_groups = [
+        "tpu",
+        group_name("tpu_node_", node_id),
+        group_name("tpu_type_", accel or "unknown"),
+        group_name("tpu_zone_", zone or "unknown"),
+        group_name("tpu_gen_", facts["generation"]),
+    ]
+    hosts = []
+    for worker_id, endpoint in enumerate(endpoints):
+        internal = str(endpoint.get("ipAddress") or "")
+        access = endpoint.get("accessConfig") or {}
+        external = str(access.get("externalIp") or "") if isinstance(access, Mapping) else ""
+        hostvars = dict(common)
+        hostvars["tpu_worker_id"] = worker_id
+        hostvars["tpu_internal_ip"] = internal
+        hostvars["tpu_external_ip"] = external or None
+        address = internal if use_internal_ip or not external else external
+        if address:
+            hostvars["ansible_host"] = address
+        name = hostname.format(
+            node=node_id,
+            worker_id=worker_id,
+            zone=zone,
+            project=project,
+            accelerator_type=accel,
+            generation=facts["generation"],
+        )
+        groups = node_groups + (["tpu_coordinator"] if worker_id == 0 else [])
+        hosts.append((name, hostvars, groups))
+    return hosts
+
+
+def build_hosts(
+    data: Mapping[str, Any],
+    states: Sequence[str] = ("READY",),
+    labels: Mapping[str, Any] | None = None,
+    accelerator_types: Sequence[str] = (),
+    names: Sequence[str] = (),
+    hostname: str = "{node}-w{worker_id}",
+    use_internal_ip: bool = False,
+) -> tuple[list[tuple[str, dict[str, Any], list[str]]], list[str]]:
+    """All hosts of a fetched result (see InventoryModule.fetch), and warnings.
+
+    Raises ValueError when two workers would get the same host name.
+    """
+    check_hostname_template(hostname)
+    hosts: list[tuple[str, dict[str, Any], list[str]]] = []
+    warnings: list[str] = []
+    owner: dict[str, str] = {}
+    node_places: dict[str, str] = {}
+    for project, result in sorted((data.get("projects") or {}).items()):
+        nodes = sorted(result.get("nodes") or [], key=lambda n: str(n.get("name", "")))
+        for node in nodes:
+            if not node_matches(node, states, labels, accelerator_types, names):
+                continue
+            _, zone, node_id = parse_node_name(node.get("name"))
+            place = f"{project}/{zone}"
+            if node_places.setdefault(node_id, place) != place:
+                warnings.append(
+                    f"TPU node name {node_id} exists in {node_places[node_id]} and {place}; group "
+                    f"{group_name('tpu_node_', node_id)} holds the workers of both."
+                )
+            for name, hostvars, groups in node_hosts(node, project, hostname, use_internal_ip):
+                where = f"{place}/{node_id} worker {hostvars['tpu_worker_id']}"
+                if name in owner:
+                    raise ValueError(
+                        f"host name {name!r} is used by {owner[name]} and {where}; add {{zone}} "
+                        "and/or {project} to the hostname option, or narrow projects/zones/names"
+                    )
+                owner[name] = where
+                hosts.append((name, hostvars, groups))
+    return hosts, warnings
+
+
+# -- the plugin ----------------------------------------------------------------------------------
+
+
+class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
+    NAME = "cloudtpu.pod.tpu_vm"
+
+    def verify_file(self, path: str) -> bool:
+        """Only files named ``*tpu_vm.yml`` or ``*tpu_vm.yaml``."""
+        return super().verify_file(path) and str(path).endswith(("tpu_vm.yml", "tpu_vm.yaml"))
+
+    def _client(self) -> TpuClient:
+        params = {
+            key: self.get_option(key)
+            for key in (
+                "auth_kind",
+                "service_account_file",
+                "service_account_contents",
+                "service_account_email",
+                "access_token",
+                "scopes",
+            )
+        }
+        return TpuClient.from_params(
+            params,
+            base_url=self.get_option("base_url"),
+            retries=self.get_option("retries"),
+            backoff=self.get_option("retry_backoff"),
+            max_sleep=self.get_option("retry_max_sleep"),
+            timeout=self.get_option("request_timeout"),
+        )
+
+    def fetch(self, projects: Iterable[str], zones: Sequence[str]) -> dict[str, Any]:
+        """Read the nodes of every project from the API: the only method that does I/O."""
+        client = self._client()
+        result: dict[str, Any] = {"version": CACHE_VERSION, "projects": {}}
+        for project in projects:
+            nodes, warnings = client.collect_nodes(
+                project, zones or None, self.get_option("page_size")
+            )
+            result["projects"][project] = {"nodes": nodes, "warnings": warnings}
+        return result
+
+    def populate(self, data: Mapping[str, Any], cached: bool = False) -> None:
+        """Add hosts, groups and variables for fetched (or cached) API data."""
+        api_warnings = [
+            warning
+            for _, result in sorted((data.get("projects") or {}).items())
+            for warning in result.get("warnings") or []
+        ]
+        for warning in api_warnings:
+            self.display.warning(f"(cached result) {warning}" if cached else warning)
+        try:
+            hosts, warnings = build_hosts(
+                data,
+                states=self.get_option("states") or [],
+                labels=self.get_option("labels") or {},
+                accelerator_types=self.get_option("accelerator_types") or [],
+                names=self.get_option("names") or [],
+                hostname=self.get_option("hostname"),
+                use_internal_ip=self.get_option("use_internal_ip"),
+            )
+        except ValueError as exc:
+            raise AnsibleParserError(f"tpu_vm inventory: {exc}") from None
+        for warning in warnings:
+            self.display.warning(warning)
+
+        strict = self.get_option("strict")
+        compose = self.get_option("compose")
+        groups = self.get_option("groups")
+        keyed_groups = self.get_option("keyed_groups")
+        inventory = self.inventory
+        for name, hostvars, host_groups in hosts:
+            for group in host_groups:
+                inventory.add_group(group)
+            inventory.add_host(name, group=host_groups[0])
+            for group in host_groups[1:]:
+                inventory.add_child(group, name)
+            safe_vars = {key: wrap_var(value) for key, value in hostvars.items()}
+            for key, value in safe_vars.items():
+                inventory.set_variable(name, key, value)
+            if compose:
+                self._set_composite_vars(compose, safe_vars, name, strict=strict)
+            if groups:
+                self._add_host_to_composed_groups(groups, safe_vars, name, strict=strict)
+            if keyed_groups:
+                self._add_host_to_keyed_groups(keyed_groups, safe_vars, name, strict=strict)
+
+    def parse(self, inventory: Any, loader: Any, path: str, cache: bool = True) -> None:
+        super().parse(inventory, loader, path, cache)
+        self._read_config_data(path)
+
+        projects = [p for p in (self.get_option("projects") or []) if p]
+        if not projects:
+            raise AnsibleParserError(
+                f"tpu_vm inventory {path}: no project given; set 'projects' in the file or the "
+                "CLOUDTPU_PROJECT environment variable (comma-separated project IDs)"
+            )
+        zones = [z for z in (self.get_option("zones") or []) if z]
+
+        query = {"projects": projects, "zones": zones, "base_url": self.get_option("base_url")}
+        cache_key = self.get_cache_key(path)
+        use_cache = self.get_option("cache") and cache
+        update_cache = self.get_option("cache") and not cache
+        data = None
+        if use_cache:
+            try:
+                data = self._cache[cache_key]
+            except KeyError:
+                update_cache = True
+            if data is not None and not self._cache_matches(data, query):
+                data = None
+                update_cache = True
+        cached = data is not None
+        if data is None:
+            try:
+                data = self.fetch(projects, zones)
+            except TpuApiError as exc:
+                raise AnsibleError(f"tpu_vm inventory {path}: {exc}") from None
+            data["query"] = query
+        if update_cache:
+            self._cache[cache_key] = data
+        self.populate(data, cached=cached)
+
+    @staticmethod
+    def _cache_matches(data: Any, query: Mapping[str, Any]) -> bool:
+        """A cache entry is used only if it answers the same question (projects, zones, URL)."""
+        return (
+            isinstance(data, Mapping)
+            and data.get("version") == CACHE_VERSION
+            and data.get("query") == dict(query)
+        )
