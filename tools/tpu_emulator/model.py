@@ -60,6 +60,7 @@ PERMISSIONS = {
     "nodes.delete": "tpu.nodes.delete",
     "nodes.start": "tpu.nodes.start",
     "nodes.stop": "tpu.nodes.stop",
+    "nodes.patch": "tpu.nodes.update",
     "operations.list": "tpu.operations.list",
     "operations.get": "tpu.operations.get",
     "queuedResources.list": "tpu.queuedResources.list",
@@ -97,6 +98,11 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
         "POST",
         re.compile(r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/nodes/(?P<n>[^/:]+):stop$"),
         "nodes.stop",
+    ),
+    (
+        "PATCH",
+        re.compile(r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/nodes/(?P<n>[^/:]+)$"),
+        "nodes.patch",
     ),
     (
         "GET",
@@ -843,7 +849,7 @@ class Emulator:
             raise errors.already_exists(
                 f"projects/{project.id}/locations/{zone}/queuedResources/{qr_id}"
             )
-        specs = ((body.get("tpu") or {}).get("nodeSpec")) or []
+        specs = _expand_node_specs(((body.get("tpu") or {}).get("nodeSpec")) or [], qr_id)
         if not specs:
             raise errors.invalid(
                 "queued_resource.tpu.node_spec must name at least one node.", "queued_resource.tpu"
@@ -971,12 +977,78 @@ class Emulator:
                 for key in ("state", "health", "healthDescription", "labels"):
                     if key in body:
                         node[key] = body[key]
+            elif action == "maintenance":
+                if node["state"] != "READY":
+                    raise errors.failed_precondition(
+                        f"Node {node_id} is {node['state']}; maintenance needs a READY node."
+                    )
+                node["health"] = "UNHEALTHY_MAINTENANCE"
             else:
-                raise errors.ApiError(404, f"unknown admin action {action!r}; use preempt or set")
+                raise errors.ApiError(
+                    404, f"unknown admin action {action!r}; use preempt, maintenance or set"
+                )
             result = copy.deepcopy(node)
         if action == "preempt":
             self.backend.preempt(info)
+        if action == "maintenance":
+            self._maintenance(project, zone, node, info)
         return result
+
+    def _maintenance(
+        self, project: Project, zone: str, node: dict[str, Any], info: NodeInfo
+    ) -> None:
+        """Reboot the workers in the background; their addresses are read again afterwards."""
+        generation = self._generation
+
+        def worker() -> None:
+            try:
+                addresses = self.backend.maintenance(info)
+            except Exception as exc:  # noqa: BLE001 - a failing backend leaves the node unhealthy
+                with self.lock:
+                    node["healthDescription"] = f"maintenance failed: {exc}"
+                return
+            with self.lock:
+                if (
+                    generation != self._generation
+                    or project.nodes[zone].get(info.node_id) is not node
+                ):
+                    return
+                node["networkEndpoints"] = self._endpoints(addresses)
+                node["health"] = "HEALTHY"
+                node.pop("healthDescription", None)
+
+        threading.Thread(target=worker, name=f"maint-{info.node_id}", daemon=True).start()
+
+    def _nodes_patch(
+        self, project: Project, params: dict[str, str], query: dict[str, Any], body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        """Update what the v2 API changes in place: description, tags, labels, metadata."""
+        zone, node_id = params["z"], params["n"]
+        node = self._get_node(project, zone, node_id)
+        mask = [f.strip() for f in _first(query, "updateMask").split(",") if f.strip()]
+        if not mask:
+            raise errors.invalid("The update_mask query parameter is required.", "update_mask")
+        patchable = ("description", "tags", "labels", "metadata")
+        refused = [f for f in mask if f not in patchable]
+        if refused:
+            raise errors.invalid(
+                f"Field(s) {', '.join(refused)} cannot be updated here; the emulator updates "
+                f"{', '.join(patchable)} (the API also networkConfig.enable_external_ips).",
+                "update_mask",
+            )
+        changes = {key: copy.deepcopy(body.get(key)) for key in mask}
+        op = self._operation(project, zone, "update", node["name"])
+
+        def apply(_: Any) -> dict[str, Any]:
+            for key, value in changes.items():
+                if value in (None, "", [], {}):
+                    node.pop(key, None)
+                else:
+                    node[key] = value
+            return {"@type": TYPE_PREFIX + "Node", **copy.deepcopy(node)}
+
+        self._run(op, lambda: None, apply)
+        return 200, copy.deepcopy(op)
 
 
 def tpu_scope() -> str:
@@ -1000,3 +1072,39 @@ def _grpc_code(status: str) -> int:
         "UNAUTHENTICATED": 16,
     }
     return codes.get(status, 2)
+
+
+def _expand_node_specs(specs: list[Any], qr_id: str) -> list[dict[str, Any]]:
+    """Node specs with multisliceParams (v2; multiNodeParams in v2alpha1) expanded into one
+    spec per node: ``nodeCount`` nodes named ``<nodeIdPrefix>-0`` ... (prefix default: the
+    queued resource id)."""
+    expanded: list[dict[str, Any]] = []
+    for spec in specs:
+        if not isinstance(spec, dict):
+            raise errors.invalid("node_spec entries must be objects.", "queued_resource.tpu")
+        multi = spec.get("multisliceParams") or spec.get("multiNodeParams")
+        if not multi:
+            expanded.append(spec)
+            continue
+        if spec.get("nodeId"):
+            raise errors.invalid(
+                "node_id and multislice_params are mutually exclusive in a node_spec.",
+                "queued_resource.tpu.node_spec",
+            )
+        try:
+            count = int(multi.get("nodeCount") or 0)
+        except (TypeError, ValueError):
+            count = 0
+        if count < 2:
+            raise errors.invalid(
+                "multislice_params.node_count must be greater than 1.",
+                "queued_resource.tpu.node_spec.multislice_params.node_count",
+            )
+        prefix = str(multi.get("nodeIdPrefix") or qr_id)
+        for index in range(count):
+            single = {
+                k: v for k, v in spec.items() if k not in ("multisliceParams", "multiNodeParams")
+            }
+            single["nodeId"] = f"{prefix}-{index}"
+            expanded.append(single)
+    return expanded

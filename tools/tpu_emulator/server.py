@@ -12,6 +12,8 @@ Admin endpoints (no token needed; they stand for things the real service does on
     POST   /_emulator/faults                     replace the fault plan (see faults.py)
     DELETE /_emulator/faults                     clear it
     POST   /_emulator/projects/P/locations/Z/nodes/N:preempt   node becomes PREEMPTED
+    POST   /_emulator/projects/P/locations/Z/nodes/N:maintenance   workers reboot (health
+           UNHEALTHY_MAINTENANCE, then HEALTHY with the addresses read again)
     POST   /_emulator/projects/P/locations/Z/nodes/N:set       body {state, health, ...}
 """
 

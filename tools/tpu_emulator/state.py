@@ -9,7 +9,10 @@ from typing import Any
 
 from .backends import Backend, InMemoryBackend
 
-BACKENDS: dict[str, str] = {"memory": "tools.tpu_emulator.backends:InMemoryBackend"}
+BACKENDS: dict[str, str] = {
+    "memory": "tools.tpu_emulator.backends:InMemoryBackend",
+    "docker": "tools.tpu_emulator.docker_backend:DockerBackend",
+}
 
 
 def load_state(path: str | Path | None) -> dict[str, Any]:
