@@ -1,5 +1,5 @@
 # Copyright: (c) cloudtpu.pod contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: Apache-2.0
 """Inventory of Cloud TPU VM workers, read from the TPU v2 API."""
 # Ansible plugins keep DOCUMENTATION and EXAMPLES above the imports.
 # ruff: noqa: E402
@@ -237,7 +237,7 @@ def parse_node_name(name: Any) -> tuple[str, str, str]:
 def check_hostname_template(template: str) -> None:
     """Raise ValueError unless ``template`` is a format string over HOSTNAME_FIELDS only."""
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        fields = [part[1] for part in string.Formatter().parse(template) if part[1] is not None]
     except ValueError as exc:
         raise ValueError(
             f"hostname template {template!r} is not a valid format string: {exc}"
@@ -291,7 +291,7 @@ def node_hosts(
     Nothing here raises on odd input: unknown accelerator types give generation ``unknown``,
     missing addresses give empty strings.
     """
-    _, zone, node_id = parse_node_name(node.get("name"))
+    zone, node_id = parse_node_name(node.get("name"))[1:]
     accel = node_accelerator_type(node)
     facts = accelerator_facts(accel)
     endpoints = [e for e in node.get("networkEndpoints") or [] if isinstance(e, Mapping)]
@@ -367,7 +367,7 @@ def build_hosts(
         for node in nodes:
             if not node_matches(node, states, labels, accelerator_types, names):
                 continue
-            _, zone, node_id = parse_node_name(node.get("name"))
+            zone, node_id = parse_node_name(node.get("name"))[1:]
             place = f"{project}/{zone}"
             if node_places.setdefault(node_id, place) != place:
                 warnings.append(
@@ -432,7 +432,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         """Add hosts, groups and variables for fetched (or cached) API data."""
         api_warnings = [
             warning
-            for _, result in sorted((data.get("projects") or {}).items())
+            for _project, result in sorted((data.get("projects") or {}).items())
             for warning in result.get("warnings") or []
         ]
         for warning in api_warnings:

@@ -464,7 +464,8 @@ class TpuClient:
                 self._sleep(self.backoff_delay(attempt, response.headers.get("Retry-After")))
                 continue
             break
-        assert response is not None
+        if response is None:  # only when retries < 1, which __init__ prevents
+            raise TpuApiError("No request was sent.", reason="NO_ATTEMPT", url=url)
         if response.status_code >= 400:
             try:
                 payload: Any = response.json()
@@ -542,13 +543,13 @@ class TpuClient:
 
     def list_locations(self, project: str, page_size: int | None = None) -> list[dict[str, Any]]:
         """All locations (zones) the TPU API offers to ``project``."""
-        items, _ = self._paged(
+        items = self._paged(
             "projects/{}/locations".format(quote(project, safe="")),
             "locations",
             page_size,
             project=project,
             permission="tpu.locations.list",
-        )
+        )[0]
         return items
 
     # -- nodes --------------------------------------------------------------------------------

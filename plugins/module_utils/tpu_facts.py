@@ -1,5 +1,5 @@
 # Copyright: (c) cloudtpu.pod contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: Apache-2.0
 """Facts about Cloud TPU accelerator types, as pure functions.
 
 The TPU API names a slice ``<family>-<size>``. For v2, v3, v4 and v5p the size counts
