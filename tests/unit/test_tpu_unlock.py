@@ -1,0 +1,385 @@
+"""tpu-unlock (roles/libtpu/files/tpu-unlock) against real child processes and fake devices.
+
+Every test points the tool at its own temporary device files, lock files and log folder, so
+nothing outside the test's folder is touched. The processes holding a "device" are real
+children of the test; the tool finds them through the real /proc.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import pwd
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+TOOL = Path(__file__).resolve().parents[2] / "roles" / "libtpu" / "files" / "tpu-unlock"
+
+HOLD = """
+import signal, sys, time
+if sys.argv[2] == "ignore-term":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+handle = open(sys.argv[1], "rb")
+print("holding", flush=True)
+time.sleep(120)
+"""
+
+JSON_KEYS = {
+    "changed",
+    "devices",
+    "dry_run",
+    "errors",
+    "exit_code",
+    "holders",
+    "kept",
+    "killed",
+    "message",
+    "removed",
+    "unreadable",
+}
+
+
+def load_tool() -> ModuleType:
+    loader = importlib.machinery.SourceFileLoader("tpu_unlock", str(TOOL))
+    spec = importlib.util.spec_from_loader("tpu_unlock", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tpu_unlock"] = module  # dataclasses look their module up there
+    loader.exec_module(module)
+    return module
+
+
+tpu_unlock = load_tool()
+
+
+class Pod:
+    """A fake TPU host in a temporary folder: device files, lock files, a log folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "dev").mkdir()
+        self.devices = [root / "dev" / "accel0", root / "dev" / "accel1"]
+        for device in self.devices:
+            device.write_bytes(b"")
+        self.locks = [root / "libtpu_lockfile", root / "libtpu.so_lockfile"]
+        self.log_dir = root / "tpu_logs"
+        self.children: list[subprocess.Popen[str]] = []
+
+    def stale(self) -> None:
+        """What a crashed libtpu program leaves behind."""
+        self.locks[0].write_text("")
+        self.log_dir.mkdir(exist_ok=True)
+        (self.log_dir / "tpu_driver.INFO").write_text("log\n")
+
+    def args(self, *extra: str) -> list[str]:
+        args = ["--device-glob", str(self.root / "dev" / "accel*"), "--log-dir", str(self.log_dir)]
+        for lock in self.locks:
+            args += ["--lock", str(lock)]
+        return [*args, *extra]
+
+    def hold(
+        self, path: Path | None = None, *, ignore_term: bool = False, user: str | None = None
+    ) -> subprocess.Popen[str]:
+        """Start a real process that keeps `path` (default: the first device) open.
+
+        A process of another user is `sleep`, given the file opened here as an inherited
+        descriptor: that user needs no access to the test's folder or to this Python.
+        """
+        target = path or self.devices[0]
+        mode = "ignore-term" if ignore_term else "-"
+        if user is None:
+            argv = [sys.executable, "-c", HOLD, str(target), mode]
+            child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        else:
+            fd = os.open(target, os.O_RDONLY)
+            try:
+                child = subprocess.Popen(["sleep", "120"], user=user, pass_fds=[fd], cwd="/")
+            finally:
+                os.close(fd)
+            self.children.append(child)
+            return child
+        self.children.append(child)
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "holding", "the holder did not start"
+        return child
+
+    def run(self, *extra: str) -> subprocess.CompletedProcess[str]:
+        """Run the tool as a program, as the role and people do."""
+        return subprocess.run(
+            [sys.executable, str(TOOL), *self.args(*extra)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    def run_json(self, *extra: str) -> tuple[int, dict]:
+        result = self.run("--json", *extra)
+        assert result.stdout.strip(), f"no JSON on stdout; stderr: {result.stderr}"
+        return result.returncode, json.loads(result.stdout)
+
+    def cleanup(self) -> None:
+        for child in self.children:
+            if child.poll() is None:
+                child.kill()
+            child.wait(timeout=10)
+
+
+@pytest.fixture
+def pod(tmp_path: Path) -> Iterator[Pod]:
+    fake = Pod(tmp_path)
+    yield fake
+    fake.cleanup()
+
+
+def me() -> str:
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def test_no_lock_nothing_to_do(pod: Pod) -> None:
+    code, out = pod.run_json()
+    assert code == 0, out
+    assert out["removed"] == [] and out["kept"] == [] and out["holders"] == [], out
+    assert out["changed"] is False, out
+    assert out["devices"] == [str(d) for d in pod.devices], out
+
+
+def test_stale_lock_and_logs_are_removed(pod: Pod) -> None:
+    pod.stale()
+    code, out = pod.run_json()
+    assert code == 0, out
+    assert sorted(out["removed"]) == sorted([str(pod.locks[0]), str(pod.log_dir)]), out
+    assert out["changed"] is True, out
+    assert not pod.locks[0].exists(), "the stale lock file is still there"
+    assert not pod.log_dir.exists(), "the log folder is still there"
+
+
+def test_second_run_changes_nothing(pod: Pod) -> None:
+    pod.stale()
+    pod.run_json()
+    code, out = pod.run_json()
+    assert code == 0 and out["changed"] is False, out
+
+
+def test_lock_kept_while_a_process_holds_a_device(pod: Pod) -> None:
+    pod.stale()
+    child = pod.hold()
+    code, out = pod.run_json()
+    assert code == 3, out
+    assert out["removed"] == [] and out["changed"] is False, out
+    assert sorted(out["kept"]) == sorted([str(pod.locks[0]), str(pod.log_dir)]), out
+    assert pod.locks[0].exists() and pod.log_dir.exists()
+    holders = {h["pid"]: h for h in out["holders"]}
+    assert child.pid in holders, out
+    holder = holders[child.pid]
+    assert holder["user"] == me(), holder
+    assert holder["uid"] == os.getuid(), holder
+    assert sys.executable in holder["command"] and "holding" in holder["command"], holder
+    assert holder["holds"] == [str(pod.devices[0])], holder
+    assert child.poll() is None, "tpu-unlock without --kill ended the holder"
+
+
+def test_text_output_lists_the_holder(pod: Pod) -> None:
+    pod.stale()
+    child = pod.hold()
+    result = pod.run()
+    assert result.returncode == 3, result.stdout + result.stderr
+    line = next((ln for ln in result.stdout.splitlines() if f" {child.pid} " in ln), "")
+    assert me() in line and str(pod.devices[0]) in line, result.stdout
+    assert f"kept {pod.locks[0]}" in result.stdout, result.stdout
+
+
+def test_a_process_holding_the_lock_file_counts_as_holder(pod: Pod) -> None:
+    pod.stale()
+    child = pod.hold(pod.locks[0])
+    code, out = pod.run_json()
+    assert code == 3, out
+    assert [h["holds"] for h in out["holders"] if h["pid"] == child.pid] == [[str(pod.locks[0])]]
+    assert pod.locks[0].exists()
+
+
+def test_kill_ends_the_holder_then_removes_the_lock(pod: Pod) -> None:
+    pod.stale()
+    child = pod.hold()
+    code, out = pod.run_json("--kill", "--grace", "5")
+    assert code == 0, out
+    assert child.wait(timeout=10) == -signal.SIGTERM, "the holder was not ended by SIGTERM"
+    assert [(k["pid"], k["signal"]) for k in out["killed"]] == [(child.pid, "SIGTERM")], out
+    assert str(pod.locks[0]) in out["removed"] and out["changed"] is True, out
+    assert not pod.locks[0].exists()
+
+
+def test_kill_escalates_to_sigkill_after_the_grace_period(pod: Pod) -> None:
+    pod.stale()
+    child = pod.hold(ignore_term=True)
+    code, out = pod.run_json("--kill", "--grace", "0.5")
+    assert code == 0, out
+    assert child.wait(timeout=10) == -signal.SIGKILL, "a TERM-ignoring holder survived"
+    signals = [k["signal"] for k in out["killed"] if k["pid"] == child.pid]
+    assert signals == ["SIGTERM", "SIGKILL"], out
+    assert not pod.locks[0].exists()
+
+
+def test_kill_for_another_user_spares_my_process(pod: Pod) -> None:
+    pod.stale()
+    child = pod.hold()
+    other = "nobody" if me() != "nobody" else "root"
+    code, out = pod.run_json("--kill", "--user", other)
+    assert code == 3, out
+    assert out["killed"] == [], out
+    assert child.poll() is None, "a process of another user than --user was ended"
+    assert pod.locks[0].exists()
+
+
+def test_kill_for_my_user_ends_my_process(pod: Pod) -> None:
+    pod.stale()
+    child = pod.hold()
+    code, out = pod.run_json("--kill", "--user", me(), "--grace", "5")
+    assert code == 0, out
+    assert child.wait(timeout=10) == -signal.SIGTERM
+    assert not pod.locks[0].exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a process as nobody")
+def test_user_filter_with_two_users(pod: Pod) -> None:
+    pod.stale()
+    mine = pod.hold()
+    theirs = pod.hold(pod.devices[1], user="nobody")
+    code, out = pod.run_json("--kill", "--user", "nobody", "--grace", "5")
+    assert theirs.wait(timeout=10) == -signal.SIGTERM, out
+    assert mine.poll() is None, "the process of the user not named with --user was ended"
+    assert code == 3, out
+    assert [h["pid"] for h in out["holders"]] == sorted([mine.pid, theirs.pid]), out
+    assert [k["pid"] for k in out["killed"]] == [theirs.pid], out
+    assert pod.locks[0].exists(), "the lock was removed while a holder remains"
+
+
+def test_json_shape(pod: Pod) -> None:
+    pod.stale()
+    child = pod.hold()
+    code, out = pod.run_json()
+    assert set(out) == JSON_KEYS, sorted(out)
+    assert out["exit_code"] == code == 3
+    assert isinstance(out["message"], str) and str(child.pid) in out["message"], out
+    for holder in out["holders"]:
+        assert set(holder) == {"pid", "uid", "user", "command", "holds"}, holder
+        assert isinstance(holder["pid"], int) and isinstance(holder["holds"], list), holder
+
+
+def test_dry_run_changes_nothing(pod: Pod) -> None:
+    pod.stale()
+    child = pod.hold()
+    code, out = pod.run_json("--kill", "--dry-run")
+    assert out["dry_run"] is True, out
+    assert [k["pid"] for k in out["killed"]] == [child.pid], out
+    assert str(pod.locks[0]) in out["removed"], "dry run does not say what it would remove"
+    assert code == 0, out
+    assert child.poll() is None, "dry run ended the holder"
+    assert pod.locks[0].exists() and pod.log_dir.exists(), "dry run removed files"
+
+
+def test_dry_run_without_holders_changes_nothing(pod: Pod) -> None:
+    pod.stale()
+    code, out = pod.run_json("--dry-run")
+    assert code == 0 and out["changed"] is True, out
+    assert pod.locks[0].exists() and (pod.log_dir / "tpu_driver.INFO").exists()
+
+
+def test_keep_logs(pod: Pod) -> None:
+    pod.stale()
+    code, out = pod.run_json("--keep-logs")
+    assert code == 0 and out["removed"] == [str(pod.locks[0])], out
+    assert pod.log_dir.exists()
+
+
+def test_paths_from_the_environment(pod: Pod) -> None:
+    pod.stale()
+    child = pod.hold()
+    env = dict(
+        os.environ,
+        TPU_UNLOCK_DEVICE_GLOB=str(pod.root / "dev" / "accel*"),
+        TPU_UNLOCK_LOCKS=":".join(str(lock) for lock in pod.locks),
+        TPU_UNLOCK_LOG_DIR=str(pod.log_dir),
+    )
+    result = subprocess.run(
+        [sys.executable, str(TOOL), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    out = json.loads(result.stdout)
+    assert result.returncode == 3, out
+    assert child.pid in [h["pid"] for h in out["holders"]], out
+    assert str(pod.locks[0]) in out["kept"], out
+
+
+def test_fake_proc_tree(pod: Pod, tmp_path: Path) -> None:
+    """--proc points the scan at another tree: a process there holding accel1 is found."""
+    pod.stale()
+    proc = tmp_path / "proc"
+    (proc / "4242" / "fd").mkdir(parents=True)
+    (proc / "4242" / "fd" / "7").symlink_to(pod.devices[1])
+    (proc / "4242" / "status").write_text("Name:\ttrain\nUid:\t0\t0\t0\t0\n")
+    (proc / "4242" / "cmdline").write_bytes(b"python3\0train.py\0")
+    code, out = pod.run_json("--proc", str(proc))
+    assert code == 3, out
+    assert out["holders"] == [
+        {
+            "pid": 4242,
+            "uid": 0,
+            "user": "root",
+            "command": "python3 train.py",
+            "holds": [str(pod.devices[1])],
+        }
+    ], out
+
+
+def test_unreadable_processes_keep_the_lock(
+    pod: Pod, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """When /proc/<pid>/fd of some process cannot be read, nothing is removed (exit 4)."""
+    pod.stale()
+    real_listdir = os.listdir
+
+    def listdir(path: str) -> list[str]:
+        if str(path).endswith("/fd"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(tpu_unlock.os, "listdir", listdir)
+    code = tpu_unlock.main(pod.args("--json"))
+    out = json.loads(capsys.readouterr().out)
+    assert code == 4, out
+    assert out["unreadable"] and out["removed"] == [], out
+    assert pod.locks[0].exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--grace", "-1"], ["--grace", "soon"], ["--user", "tpu"], ["--bogus"]],
+    ids=["negative-grace", "grace-not-a-number", "user-without-kill", "unknown-flag"],
+)
+def test_usage_errors(pod: Pod, argv: list[str]) -> None:
+    result = pod.run(*argv)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "usage: tpu-unlock" in result.stderr, result.stderr
+
+
+def test_symlinked_log_dir_is_unlinked_not_followed(pod: Pod, tmp_path: Path) -> None:
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("do not delete\n")
+    pod.log_dir.symlink_to(precious)
+    code, out = pod.run_json()
+    assert code == 0, out
+    assert not pod.log_dir.is_symlink() and (precious / "keep.txt").exists(), out
