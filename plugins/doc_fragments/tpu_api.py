@@ -1,0 +1,78 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Options every module of this collection that talks to the TPU v2 API accepts.
+
+They mirror ``auth_argument_spec()`` in ``plugins/module_utils/tpu_api.py`` and carry the same
+names as the tpu_vm inventory plugin's options, so one set of settings serves both.
+"""
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  auth_kind:
+    description:
+      - How to get Google credentials.
+      - V(application) uses application default credentials (C(gcloud auth application-default
+        login) or C(GOOGLE_APPLICATION_CREDENTIALS)); V(serviceaccount) a key file or its
+        contents; V(machineaccount) the service account of the Google Cloud VM Ansible runs on;
+        V(accesstoken) an OAuth2 access token.
+      - Falls back to the environment variable E(GCP_AUTH_KIND).
+    type: str
+    choices: [application, serviceaccount, machineaccount, accesstoken]
+    default: application
+  service_account_email:
+    description:
+      - Service account of the VM to act as, with O(auth_kind=machineaccount).
+      - Falls back to E(GCP_SERVICE_ACCOUNT_EMAIL).
+    type: str
+  service_account_file:
+    description:
+      - Service account JSON key file, with O(auth_kind=serviceaccount).
+      - Falls back to E(GCP_SERVICE_ACCOUNT_FILE).
+    type: path
+  service_account_contents:
+    description:
+      - Service account JSON key as a string, with O(auth_kind=serviceaccount).
+      - Falls back to E(GCP_SERVICE_ACCOUNT_CONTENTS).
+    type: jsonarg
+  access_token:
+    description:
+      - OAuth2 access token, with O(auth_kind=accesstoken).
+      - Falls back to E(GCP_ACCESS_TOKEN).
+    type: str
+  scopes:
+    description:
+      - OAuth2 scopes to request.
+      - Falls back to E(GCP_SCOPES).
+    type: list
+    elements: str
+    default: [https://www.googleapis.com/auth/cloud-platform]
+  base_url:
+    description:
+      - Root of the TPU v2 API, C(https://tpu.googleapis.com/v2) when not set. Point it at a
+        private endpoint, a proxy or the collection's local emulator.
+      - Falls back to E(CLOUDTPU_API_ENDPOINT), like the tpu_vm inventory plugin.
+    type: str
+  retries:
+    description: Attempts per API call when it answers 429 or 5xx or cannot be reached.
+    type: int
+    default: 5
+  retry_max_sleep:
+    description: Upper bound, in seconds, of one wait between retries.
+    type: float
+    default: 16.0
+  request_timeout:
+    description: Seconds to wait for one API answer.
+    type: float
+    default: 60.0
+requirements:
+  - requests
+  - google-auth
+  - the google.cloud collection (bundled with the ansible package)
+notes:
+  - The API calls run on the machine that runs the module, normally the control machine (a
+    play on C(localhost), or a task delegated to it).
+"""

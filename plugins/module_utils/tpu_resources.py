@@ -1,0 +1,360 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""TPU node specs, filters and waits shared by the tpu_node, tpu_node_info and
+tpu_queued_resource modules.
+
+A *spec* is a node described with the tpu_node module's option names (``accelerator_type``,
+``runtime_version``, ``labels``, ...). :func:`node_body` turns a spec into the API's Node JSON,
+:func:`node_spec` reads one back from it, and :func:`spec_differences` lists what differs between
+what a task asks for and what exists, split into what the API can change in place (PATCH with an
+update mask) and what needs the node to be created again.
+
+Everything here except the ``wait_*`` helpers is a pure function of its arguments.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from fnmatch import fnmatchcase
+from typing import Any
+
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import TpuApiError
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
+    accelerator_facts,
+    node_accelerator_type,
+)
+
+# Spec fields the v2 API changes in place (nodes.patch update mask), with their mask names.
+# networkConfig.enable_external_ips can be patched too, but it hands out or takes away public
+# addresses; this collection changes it only by creating the node again.
+MUTABLE_FIELDS: dict[str, str] = {
+    "description": "description",
+    "labels": "labels",
+    "metadata": "metadata",
+    "tags": "tags",
+}
+# Spec fields fixed at creation.
+IMMUTABLE_FIELDS = (
+    "accelerator_type",
+    "runtime_version",
+    "network",
+    "subnetwork",
+    "enable_external_ips",
+    "spot",
+    "preemptible",
+    "reserved",
+    "service_account",
+)
+SPEC_FIELDS = IMMUTABLE_FIELDS + tuple(MUTABLE_FIELDS)
+
+# Node states in which the node is on its way somewhere; waits poll through them.
+TRANSITIONAL_STATES = ("CREATING", "STARTING", "STOPPING", "RESTARTING", "REIMAGING", "DELETING")
+# States of a node whose workers are gone for good: only delete and create again helps.
+LOST_STATES = ("PREEMPTED", "TERMINATED")
+
+
+def short_name(name: Any) -> str:
+    """Last path segment of a resource name (``projects/p/locations/z/nodes/n`` -> ``n``)."""
+    return str(name or "").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _str_dict(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): "" if v is None else str(v) for k, v in value.items()}
+
+
+def node_body(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The API's Node JSON for a spec; options that are None are left out."""
+    body: dict[str, Any] = {}
+    if spec.get("accelerator_type") is not None:
+        body["acceleratorType"] = str(spec["accelerator_type"])
+    if spec.get("runtime_version") is not None:
+        body["runtimeVersion"] = str(spec["runtime_version"])
+    if spec.get("description") is not None:
+        body["description"] = str(spec["description"])
+    network: dict[str, Any] = {}
+    if spec.get("network") is not None:
+        network["network"] = str(spec["network"])
+    if spec.get("subnetwork") is not None:
+        network["subnetwork"] = str(spec["subnetwork"])
+    if spec.get("enable_external_ips") is not None:
+        network["enableExternalIps"] = bool(spec["enable_external_ips"])
+    if network:
+        body["networkConfig"] = network
+    scheduling = {api: True for api in ("spot", "preemptible", "reserved") if spec.get(api) is True}
+    if scheduling:
+        body["schedulingConfig"] = scheduling
+    if spec.get("labels") is not None:
+        body["labels"] = _str_dict(spec["labels"])
+    if spec.get("metadata") is not None:
+        body["metadata"] = _str_dict(spec["metadata"])
+    if spec.get("tags") is not None:
+        body["tags"] = [str(t) for t in spec["tags"]]
+    account = spec.get("service_account")
+    if isinstance(account, Mapping):
+        sa: dict[str, Any] = {}
+        if account.get("email") is not None:
+            sa["email"] = str(account["email"])
+        if account.get("scopes") is not None:
+            sa["scope"] = [str(s) for s in account["scopes"]]
+        if sa:
+            body["serviceAccount"] = sa
+    return body
+
+
+def node_spec(node: Mapping[str, Any]) -> dict[str, Any]:
+    """Read a spec (every field of SPEC_FIELDS) back from a Node JSON object."""
+    network = node.get("networkConfig") or {}
+    scheduling = node.get("schedulingConfig") or {}
+    account = node.get("serviceAccount") or {}
+    return {
+        "accelerator_type": node_accelerator_type(node),
+        "runtime_version": str(node.get("runtimeVersion") or ""),
+        "description": str(node.get("description") or ""),
+        "network": str(network.get("network") or ""),
+        "subnetwork": str(network.get("subnetwork") or ""),
+        "enable_external_ips": bool(network.get("enableExternalIps")),
+        "spot": bool(scheduling.get("spot")),
+        "preemptible": bool(scheduling.get("preemptible")),
+        "reserved": bool(scheduling.get("reserved")),
+        "labels": _str_dict(node.get("labels")),
+        "metadata": _str_dict(node.get("metadata")),
+        "tags": [str(t) for t in node.get("tags") or []],
+        "service_account": {
+            "email": str(account.get("email") or ""),
+            "scopes": [str(s) for s in account.get("scope") or []],
+        },
+    }
+
+
+def _same_resource(current: str, wanted: str) -> bool:
+    """True when equal, or when one is a full path (projects/p/global/networks/x) of the other."""
+    if current == wanted:
+        return True
+    if "/" in current or "/" in wanted:
+        return short_name(current) == short_name(wanted)
+    return False
+
+
+def spec_differences(wanted: Mapping[str, Any], node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What the wanted spec changes on an existing node.
+
+    Only options the task sets (not None) are compared. Each difference is
+    ``{"field", "current", "wanted", "mutable"}``; ``mutable`` tells whether the API can change
+    it in place.
+    """
+    current = node_spec(node)
+    differences: list[dict[str, Any]] = []
+
+    def differ(field: str, now: Any, want: Any) -> None:
+        differences.append(
+            {"field": field, "current": now, "wanted": want, "mutable": field in MUTABLE_FIELDS}
+        )
+
+    for field in SPEC_FIELDS:
+        want = wanted.get(field)
+        if want is None:
+            continue
+        now = current[field]
+        if field == "accelerator_type":
+            if str(want).strip().lower() != now.lower():
+                differ(field, now, str(want))
+        elif field in ("network", "subnetwork"):
+            if not _same_resource(now, str(want)):
+                differ(field, now, str(want))
+        elif field in ("enable_external_ips", "spot", "preemptible", "reserved"):
+            if bool(want) != now:
+                differ(field, now, bool(want))
+        elif field in ("labels", "metadata"):
+            if _str_dict(want) != now:
+                differ(field, now, _str_dict(want))
+        elif field == "tags":
+            if sorted(str(t) for t in want) != sorted(now):
+                differ(field, now, [str(t) for t in want])
+        elif field == "service_account":
+            if not isinstance(want, Mapping):
+                continue
+            if want.get("email") is not None and str(want["email"]) != now["email"]:
+                differ("service_account.email", now["email"], str(want["email"]))
+            if want.get("scopes") is not None and sorted(str(s) for s in want["scopes"]) != sorted(
+                now["scopes"]
+            ):
+                differ("service_account.scopes", now["scopes"], [str(s) for s in want["scopes"]])
+        elif str(want) != now:
+            differ(field, now, str(want))
+    return differences
+
+
+def describe_differences(differences: Sequence[Mapping[str, Any]]) -> str:
+    """``field: current -> wanted`` for each difference, joined with ``; ``."""
+    return "; ".join(
+        "{}: {!r} -> {!r}".format(d["field"], d["current"], d["wanted"]) for d in differences
+    )
+
+
+def node_workers(node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One entry per worker: ``worker_id``, ``internal_ip``, ``external_ip`` (None if absent)."""
+    workers = []
+    endpoints = [e for e in node.get("networkEndpoints") or [] if isinstance(e, Mapping)]
+    for worker_id, endpoint in enumerate(endpoints):
+        access = endpoint.get("accessConfig") or {}
+        external = access.get("externalIp") if isinstance(access, Mapping) else None
+        workers.append(
+            {
+                "worker_id": worker_id,
+                "internal_ip": str(endpoint.get("ipAddress") or ""),
+                "external_ip": str(external) if external else None,
+            }
+        )
+    return workers
+
+
+def parse_node_name(name: Any) -> tuple[str, str, str]:
+    """(project, zone, node id) from ``projects/P/locations/Z/nodes/N`` (else empty parts)."""
+    parts = str(name or "").split("/")
+    if len(parts) == 6 and parts[0] == "projects" and parts[2] == "locations":
+        return parts[1], parts[3], parts[5]
+    return "", "", parts[-1]
+
+
+def node_summary(node: Mapping[str, Any]) -> dict[str, Any]:
+    """A node as the modules return it: the useful facts first, the API JSON in ``resource``."""
+    project, zone, node_id = parse_node_name(node.get("name"))
+    accel = node_accelerator_type(node)
+    scheduling = node.get("schedulingConfig") or {}
+    workers = node_workers(node)
+    return {
+        "name": node_id,
+        "project": project,
+        "zone": zone,
+        "state": str(node.get("state") or "STATE_UNSPECIFIED"),
+        "health": str(node.get("health") or "HEALTH_UNSPECIFIED"),
+        "accelerator_type": accel,
+        "generation": accelerator_facts(accel)["generation"],
+        "runtime_version": str(node.get("runtimeVersion") or ""),
+        "worker_count": len(workers),
+        "workers": workers,
+        "spot": bool(scheduling.get("spot") or scheduling.get("preemptible")),
+        "labels": _str_dict(node.get("labels")),
+        "queued_resource": short_name(node.get("queuedResource")) or None,
+        "create_time": str(node.get("createTime") or ""),
+        "spec": node_spec(node),
+        "resource": dict(node),
+    }
+
+
+def node_matches(
+    node: Mapping[str, Any],
+    states: Sequence[str] = (),
+    labels: Mapping[str, Any] | None = None,
+    accelerator_types: Sequence[str] = (),
+    names: Sequence[str] = (),
+) -> bool:
+    """The tpu_vm inventory's filters: True when the node passes every one (empty keeps all).
+
+    ``labels`` values and the ``accelerator_types`` and ``names`` entries are shell-style
+    patterns; states are compared without regard to case.
+    """
+    if states and str(node.get("state", "")).upper() not in {s.upper() for s in states}:
+        return False
+    node_labels = node.get("labels") or {}
+    for key, pattern in (labels or {}).items():
+        if key not in node_labels or not fnmatchcase(str(node_labels[key]), str(pattern)):
+            return False
+    if accelerator_types:
+        accel = node_accelerator_type(node)
+        if not any(fnmatchcase(accel, pattern) for pattern in accelerator_types):
+            return False
+    if names:
+        node_id = parse_node_name(node.get("name"))[2]
+        if not any(fnmatchcase(node_id, pattern) for pattern in names):
+            return False
+    return True
+
+
+def multislice_node_ids(
+    queued_resource_id: str, node_id: str | None, node_count: int, node_prefix: str | None
+) -> list[str]:
+    """Node ids a queued resource creates: one node, or ``<prefix>-0`` .. ``<prefix>-(N-1)``."""
+    if node_count <= 1:
+        return [node_id or queued_resource_id]
+    prefix = node_prefix or queued_resource_id
+    return [f"{prefix}-{index}" for index in range(node_count)]
+
+
+def queued_resource_node_ids(qr: Mapping[str, Any]) -> list[str]:
+    """Node ids named by a queued resource's ``tpu.nodeSpec`` (multislice specs expanded)."""
+    ids: list[str] = []
+    qr_id = short_name(qr.get("name"))
+    for spec in (qr.get("tpu") or {}).get("nodeSpec") or []:
+        if not isinstance(spec, Mapping):
+            continue
+        multi = spec.get("multisliceParams") or spec.get("multiNodeParams") or {}
+        if multi:
+            ids.extend(
+                multislice_node_ids(
+                    qr_id, None, int(multi.get("nodeCount") or 0), multi.get("nodeIdPrefix")
+                )
+            )
+        elif spec.get("nodeId"):
+            ids.append(str(spec["nodeId"]))
+    return ids
+
+
+def queued_resource_state(qr: Mapping[str, Any]) -> tuple[str, str]:
+    """(state word, explanation) of a queued resource; the explanation is empty unless it says
+    why the request failed or was suspended."""
+    state = qr.get("state") or {}
+    word = str(state.get("state") or "STATE_UNSPECIFIED")
+    why = ""
+    failed = state.get("failedData") or {}
+    error = failed.get("error") if isinstance(failed, Mapping) else None
+    if isinstance(error, Mapping) and error.get("message"):
+        why = str(error["message"])
+    elif state.get("stateInitiator"):
+        why = f"state set by {state['stateInitiator']}"
+    return word, why
+
+
+class Deadline:
+    """Seconds left until a fixed moment; ``clock`` is injectable for tests."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = float(seconds)
+        self._clock = clock
+        self._end = clock() + self.seconds
+
+    def left(self) -> float:
+        return max(0.0, self._end - self._clock())
+
+    def passed(self) -> bool:
+        return self._clock() >= self._end
+
+
+def wait_node(
+    client: Any,
+    project: str,
+    zone: str,
+    name: str,
+    done: Callable[[dict[str, Any] | None], bool],
+    deadline: Deadline,
+    poll: float,
+    what: str,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any] | None:
+    """Poll a node until ``done(node or None)``; raise a TIMEOUT TpuApiError naming ``what``."""
+    while True:
+        node = client.find_node(project, zone, name)
+        if done(node):
+            return node
+        if deadline.passed():
+            state = node.get("state", "?") if node else "gone"
+            raise TpuApiError(
+                f"TPU node {name} in {project}/{zone} did not become {what} within "
+                f"{deadline.seconds:.0f} s (it is {state}). The API goes on with it in the "
+                "background; run the task again to keep waiting, or raise timeout.",
+                reason="TIMEOUT",
+            )
+        sleep(min(poll, max(deadline.left(), 0.01)))

@@ -1,0 +1,492 @@
+#!/usr/bin/python
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Request Cloud TPU capacity through a queued resource (TPU v2 API)."""
+# Ansible modules keep DOCUMENTATION, EXAMPLES and RETURN above the imports.
+# ruff: noqa: E402
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: tpu_queued_resource
+short_description: Request Cloud TPU nodes through a queued resource (TPU v2 API)
+version_added: 0.1.0
+author: cloudtpu.pod maintainers (@cloudtpu)
+description:
+  - Creates or deletes a queued resource, a request for one TPU node, or for O(node_count)
+    identical nodes (a multislice request, nodes named C(<node_prefix>-0) ...), that the
+    service fulfils when capacity is free. Spot, guaranteed and on-demand tiers.
+  - Waits until the request is C(ACTIVE) (its nodes exist and are C(READY)). A request that
+    ends C(FAILED) fails the task with the reason the API gives; one still waiting for
+    capacity after O(timeout) seconds fails the task but stays queued (run the task again to
+    keep waiting).
+  - An existing queued resource with the same tier, node names and accelerator type is left
+    alone; a different one fails the task with the differences listed (delete it first).
+  - Deleting with O(force=true) deletes its nodes too; without it the API refuses while nodes
+    exist.
+extends_documentation_fragment:
+  - cloudtpu.pod.tpu_api
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads and reports what would change; no call that changes anything is made.
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+options:
+  name:
+    description: Queued resource ID.
+    type: str
+    required: true
+    aliases: [queued_resource_id]
+  project:
+    description:
+      - Google Cloud project ID.
+      - Falls back to the environment variable E(GCP_PROJECT).
+    type: str
+    required: true
+  zone:
+    description: Zone, for example C(us-central2-b).
+    type: str
+    required: true
+  state:
+    description: V(present) requests the capacity and waits for it; V(absent) deletes the request.
+    type: str
+    choices: [present, absent]
+    default: present
+  tier:
+    description:
+      - V(spot) is preemptible capacity; V(guaranteed) capacity that is not preempted;
+        V(on_demand) neither field set (the API's default tier).
+    type: str
+    choices: [on_demand, spot, guaranteed]
+    default: on_demand
+  reservation_name:
+    description: Reservation to take the capacity from (C(projects/P/locations/Z/reservations/R)).
+    type: str
+  node_id:
+    description: ID of the node, when O(node_count=1). Defaults to O(name).
+    type: str
+  node_count:
+    description:
+      - Number of identical nodes (slices). More than 1 makes a multislice request
+        (C(multisliceParams)); the nodes are named C(<node_prefix>-0) to C(<node_prefix>-N-1).
+    type: int
+    default: 1
+  node_prefix:
+    description: Prefix of the node IDs of a multislice request. Defaults to O(name).
+    type: str
+  accelerator_type:
+    description: TPU type and size of each node, for example C(v5litepod-16). Required to create.
+    type: str
+  runtime_version:
+    description: TPU VM software image of each node. Required to create.
+    type: str
+  description:
+    description: Description of each node.
+    type: str
+  network:
+    description: VPC network name or path.
+    type: str
+  subnetwork:
+    description: Subnetwork name or path.
+    type: str
+  enable_external_ips:
+    description: Give every worker an external IP address.
+    type: bool
+  labels:
+    description: Labels of each node.
+    type: dict
+  metadata:
+    description: Metadata of each node's workers (C(startup-script), C(ssh-keys), ...).
+    type: dict
+  service_account:
+    description: Service account the workers run as.
+    type: dict
+    suboptions:
+      email:
+        description: Service account email.
+        type: str
+      scopes:
+        description: OAuth2 scopes.
+        type: list
+        elements: str
+  tags:
+    description: Network tags of each node.
+    type: list
+    elements: str
+  valid_until_duration:
+    description:
+      - How long the request may wait in the queue, as a duration such as C(3600s); the API
+        fails it after that.
+    type: str
+  force:
+    description: With O(state=absent), delete the request's nodes too.
+    type: bool
+    default: false
+  wait:
+    description: Wait until the request is C(ACTIVE) (or gone, when deleting).
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait in all.
+    type: int
+    default: 3600
+  poll_interval:
+    description: Seconds between two reads while waiting.
+    type: float
+    default: 10.0
+seealso:
+  - module: cloudtpu.pod.tpu_node
+"""
+
+EXAMPLES = r"""
+- name: Two spot v5e-16 slices for a multislice job
+  cloudtpu.pod.tpu_queued_resource:
+    name: ms-run
+    project: my-project
+    zone: us-west4-a
+    tier: spot
+    node_count: 2
+    node_prefix: ms-run
+    accelerator_type: v5litepod-16
+    runtime_version: v2-alpha-tpuv5-lite
+    metadata:
+      ssh-keys: "researcher:{{ lookup('ansible.builtin.file', '~/.ssh/id_ed25519.pub') }}"
+    timeout: 7200
+  register: qr
+
+- name: The node names
+  ansible.builtin.debug:
+    msg: "{{ qr.nodes | map(attribute='name') | list }}"
+
+- name: Give the capacity back, nodes included
+  cloudtpu.pod.tpu_queued_resource:
+    name: ms-run
+    project: my-project
+    zone: us-west4-a
+    state: absent
+    force: true
+"""
+
+RETURN = r"""
+queued_resource:
+  description: The queued resource as the TPU API describes it (empty when absent).
+  returned: always
+  type: dict
+  sample:
+    name: projects/my-project/locations/us-west4-a/queuedResources/ms-run
+    state: {state: ACTIVE}
+state:
+  description: State of the request (C(ACTIVE), C(WAITING_FOR_RESOURCES), C(FAILED), ...), or
+    C(ABSENT).
+  returned: always
+  type: str
+  sample: ACTIVE
+nodes:
+  description:
+    - The request's nodes once they exist, in the shape M(cloudtpu.pod.tpu_node_info) returns
+      (C(name), C(zone), C(state), C(workers), C(spec), C(resource), ...).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: ms-run-0
+      state: READY
+      workers: [{worker_id: 0, internal_ip: 10.130.0.2, external_ip: null}]
+"""
+
+import time
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule, env_fallback
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
+    TpuApiError,
+    TpuClient,
+    auth_argument_spec,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
+    Deadline,
+    multislice_node_ids,
+    node_body,
+    node_summary,
+    queued_resource_node_ids,
+    queued_resource_state,
+)
+
+NODE_FIELDS = (
+    "accelerator_type",
+    "runtime_version",
+    "description",
+    "network",
+    "subnetwork",
+    "enable_external_ips",
+    "labels",
+    "metadata",
+    "service_account",
+    "tags",
+)
+GIVEN_UP = ("FAILED", "SUSPENDING", "SUSPENDED")
+
+
+def argument_spec() -> dict[str, Any]:
+    spec = auth_argument_spec()
+    spec.update(
+        name={"type": "str", "required": True, "aliases": ["queued_resource_id"]},
+        project={"type": "str", "required": True, "fallback": (env_fallback, ["GCP_PROJECT"])},
+        zone={"type": "str", "required": True},
+        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
+        tier={
+            "type": "str",
+            "default": "on_demand",
+            "choices": ["on_demand", "spot", "guaranteed"],
+        },
+        reservation_name={"type": "str"},
+        node_id={"type": "str"},
+        node_count={"type": "int", "default": 1},
+        node_prefix={"type": "str"},
+        accelerator_type={"type": "str"},
+        runtime_version={"type": "str"},
+        description={"type": "str"},
+        network={"type": "str"},
+        subnetwork={"type": "str"},
+        enable_external_ips={"type": "bool"},
+        labels={"type": "dict"},
+        metadata={"type": "dict"},
+        service_account={
+            "type": "dict",
+            "options": {
+                "email": {"type": "str"},
+                "scopes": {"type": "list", "elements": "str"},
+            },
+        },
+        tags={"type": "list", "elements": "str"},
+        valid_until_duration={"type": "str"},
+        force={"type": "bool", "default": False},
+        wait={"type": "bool", "default": True},
+        timeout={"type": "int", "default": 3600},
+        poll_interval={"type": "float", "default": 10.0},
+    )
+    return spec
+
+
+def request_body(params: dict[str, Any]) -> dict[str, Any]:
+    """The QueuedResource JSON for the module's options."""
+    parent = "projects/{}/locations/{}".format(params["project"], params["zone"])
+    node_spec: dict[str, Any] = {
+        "parent": parent,
+        "node": node_body({field: params[field] for field in NODE_FIELDS}),
+    }
+    if params["node_count"] > 1:
+        node_spec["multisliceParams"] = {
+            "nodeCount": params["node_count"],
+            "nodeIdPrefix": params["node_prefix"] or params["name"],
+        }
+    else:
+        node_spec["nodeId"] = params["node_id"] or params["name"]
+    body: dict[str, Any] = {"tpu": {"nodeSpec": [node_spec]}}
+    if params["tier"] == "spot":
+        body["spot"] = {}
+    elif params["tier"] == "guaranteed":
+        body["guaranteed"] = {}
+    if params["reservation_name"]:
+        body["reservationName"] = params["reservation_name"]
+    if params["valid_until_duration"]:
+        body["queueingPolicy"] = {"validUntilDuration": params["valid_until_duration"]}
+    return body
+
+
+def tier_of(qr: dict[str, Any]) -> str:
+    if "spot" in qr:
+        return "spot"
+    if "guaranteed" in qr:
+        return "guaranteed"
+    return "on_demand"
+
+
+def differences(params: dict[str, Any], qr: dict[str, Any]) -> list[str]:
+    """What differs between the task and an existing queued resource, as text."""
+    found = []
+    if tier_of(qr) != params["tier"]:
+        found.append(f"tier: {tier_of(qr)!r} -> {params['tier']!r}")
+    wanted_ids = multislice_node_ids(
+        params["name"], params["node_id"], params["node_count"], params["node_prefix"]
+    )
+    current_ids = queued_resource_node_ids(qr)
+    if current_ids != wanted_ids:
+        found.append(f"nodes: {current_ids} -> {wanted_ids}")
+    specs = (qr.get("tpu") or {}).get("nodeSpec") or [{}]
+    node = specs[0].get("node") or {}
+    for field, key in (
+        ("accelerator_type", "acceleratorType"),
+        ("runtime_version", "runtimeVersion"),
+    ):
+        want = params[field]
+        if want is not None and str(node.get(key, "")).lower() != str(want).lower():
+            found.append(f"{field}: {node.get(key, '')!r} -> {want!r}")
+    return found
+
+
+class QueuedResourceTask:
+    def __init__(self, module: AnsibleModule, client: TpuClient) -> None:
+        self.module = module
+        self.client = client
+        self.params = module.params
+        self.project = self.params["project"]
+        self.zone = self.params["zone"]
+        self.name = self.params["name"]
+        self.poll = max(0.01, float(self.params["poll_interval"]))
+        self.deadline = Deadline(self.params["timeout"])
+        self.result: dict[str, Any] = {
+            "changed": False,
+            "queued_resource": {},
+            "state": "ABSENT",
+            "nodes": [],
+        }
+
+    def where(self) -> str:
+        return f"Queued resource {self.name} in {self.project}/{self.zone}"
+
+    def find(self) -> dict[str, Any] | None:
+        try:
+            return self.client.get_queued_resource(self.project, self.zone, self.name)
+        except TpuApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+
+    def record(self, qr: dict[str, Any] | None) -> None:
+        self.result["queued_resource"] = qr or {}
+        self.result["state"] = queued_resource_state(qr)[0] if qr else "ABSENT"
+
+    def fail(self, msg: str) -> None:
+        self.module.fail_json(msg=msg, **self.result)
+
+    def run(self) -> dict[str, Any]:
+        qr = self.find()
+        self.record(qr)
+        if self.params["state"] == "absent":
+            return self.absent(qr)
+        return self.present(qr)
+
+    def absent(self, qr: dict[str, Any] | None) -> dict[str, Any]:
+        if qr is None:
+            return self.result
+        self.result["changed"] = True
+        if self.module.check_mode:
+            return self.result
+        if queued_resource_state(qr)[0] != "DELETING":
+            operation = self.client.delete_queued_resource(
+                self.project, self.zone, self.name, force=self.params["force"]
+            )
+            if self.params["wait"]:
+                self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
+        if self.params["wait"]:
+            while qr is not None:
+                if self.deadline.passed():
+                    self.fail(
+                        f"{self.where()} is still {queued_resource_state(qr)[0]} after "
+                        f"{self.deadline.seconds:.0f} s; the API goes on deleting it."
+                    )
+                qr = self.find()
+                if qr is not None:
+                    time.sleep(self.poll)
+        self.record(None)
+        return self.result
+
+    def present(self, qr: dict[str, Any] | None) -> dict[str, Any]:
+        if qr is None:
+            missing = [f for f in ("accelerator_type", "runtime_version") if not self.params[f]]
+            if missing:
+                self.fail(
+                    f"{self.where()} does not exist; creating it needs {' and '.join(missing)}."
+                )
+            if self.params["node_count"] < 1:
+                self.fail(f"node_count must be 1 or more, got {self.params['node_count']}.")
+            self.result["changed"] = True
+            if self.module.check_mode:
+                return self.result
+            operation = self.client.create_queued_resource(
+                self.project, self.zone, self.name, request_body(self.params)
+            )
+            if not self.params["wait"]:
+                self.record(self.find())
+                return self.result
+            self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
+            qr = self.find()
+        else:
+            found = differences(self.params, qr)
+            if found:
+                self.fail(
+                    f"{self.where()} exists with a different request: {'; '.join(found)}. A "
+                    "queued resource cannot be changed; delete it (state: absent, force: true) "
+                    "and create it again."
+                )
+        if self.params["wait"]:
+            qr = self.wait_active(qr)
+        self.record(qr)
+        self.check_given_up(qr)
+        if qr is not None and queued_resource_state(qr)[0] == "ACTIVE":
+            self.result["nodes"] = self.nodes(qr)
+        return self.result
+
+    def check_given_up(self, qr: dict[str, Any] | None) -> None:
+        if qr is None:
+            self.fail(f"{self.where()} disappeared while waiting for it.")
+            return
+        word, why = queued_resource_state(qr)
+        if word in GIVEN_UP:
+            because = f": {why}" if why else ""
+            self.fail(
+                f"{self.where()} is {word}{because}. Delete it (state: absent, force: true) and "
+                "request again, perhaps in another zone or tier."
+            )
+
+    def wait_active(self, qr: dict[str, Any] | None) -> dict[str, Any] | None:
+        while qr is not None:
+            word = queued_resource_state(qr)[0]
+            if word == "ACTIVE" or word in GIVEN_UP:
+                return qr
+            if self.deadline.passed():
+                self.record(qr)
+                self.fail(
+                    f"{self.where()} is still {word} after {self.deadline.seconds:.0f} s. It "
+                    "stays queued; run the task again to keep waiting, raise timeout, or delete "
+                    "it (state: absent)."
+                )
+            time.sleep(min(self.poll, max(self.deadline.left(), 0.01)))
+            qr = self.find()
+        return qr
+
+    def nodes(self, qr: dict[str, Any]) -> list[dict[str, Any]]:
+        found = []
+        for node_id in queued_resource_node_ids(qr):
+            node = self.client.find_node(self.project, self.zone, node_id)
+            if node is not None:
+                found.append(node_summary(node))
+        return found
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    task = None
+    try:
+        client = TpuClient(module)
+        task = QueuedResourceTask(module, client)
+        result = task.run()
+    except TpuApiError as exc:
+        partial = task.result if task is not None else {}
+        module.fail_json(
+            msg=str(exc),
+            reason=exc.reason,
+            status=exc.status,
+            api_message=exc.api_message,
+            **partial,
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
