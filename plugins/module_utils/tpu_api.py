@@ -285,12 +285,10 @@ def error_from_response(
         )
     if status == 404:
         place = f" in {where}, zone {zone}" if zone else ""
-        return build(
-            f"{resource[:1].upper() + resource[1:]} was not found{place}{said}.", "NOT_FOUND"
-        )
+        return build(f"{_sentence(resource)} was not found{place}{said}.", "NOT_FOUND")
     if status == 409:
         return build(
-            f"{(resource or 'the resource').capitalize()} already exists{said}.",
+            f"{_sentence(resource or 'the resource')} already exists{said}.",
             "ALREADY_EXISTS",
         )
     if status == 429 or status >= 500:
@@ -301,6 +299,11 @@ def error_from_response(
         )
     about = f" for {resource}" if resource else ""
     return build(f"The TPU API refused the request{about} with {status} {reason}{said}.", reason)
+
+
+def _sentence(text: str) -> str:
+    """``text`` with its first letter in upper case (the rest untouched, unlike capitalize)."""
+    return text[:1].upper() + text[1:]
 
 
 def _zone_of(name: str) -> str:

@@ -347,6 +347,8 @@ class Emulator:
         node["state"] = state
         if spec.get("health"):
             node["health"] = spec["health"]
+        elif state == "READY":
+            node["health"] = "HEALTHY"
         if spec.get("createTime"):
             node["createTime"] = spec["createTime"]
         if endpoints is not None:

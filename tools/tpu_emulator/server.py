@@ -152,8 +152,9 @@ class EmulatorServer:
         return f"{self.root_url}/v2"
 
     def start(self) -> EmulatorServer:
+        # a short poll interval makes stop() quick; serving itself does not poll
         self._thread = threading.Thread(
-            target=self.httpd.serve_forever, name="tpu-emulator", daemon=True
+            target=self.httpd.serve_forever, args=(0.05,), name="tpu-emulator", daemon=True
         )
         self._thread.start()
         return self
