@@ -55,11 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tpu emulator: cannot start: {exc}", file=sys.stderr)
         return 2
 
-    print(server.api_url, flush=True)
-    if args.url_file:
+    if args.url_file:  # written before the URL is printed, so a reader of stdout can rely on it
         tmp = Path(args.url_file + ".tmp")
         tmp.write_text(server.api_url + "\n", encoding="utf-8")
         tmp.replace(args.url_file)
+    print(server.api_url, flush=True)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
