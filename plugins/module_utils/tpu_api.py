@@ -403,7 +403,8 @@ class TpuClient:
         }
         return TpuApiError(
             f"Could not get Google credentials for the TPU API (auth_kind {self.auth_kind}): "
-            f"{exc}. To fix it, {hints.get(self.auth_kind, 'check the auth options')}.",
+            f"{str(exc).rstrip('. ')}. To fix it, "
+            f"{hints.get(self.auth_kind, 'check the auth options')}.",
             status=401,
             reason="UNAUTHENTICATED",
         )
