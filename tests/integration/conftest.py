@@ -1,0 +1,123 @@
+"""Integration test setup: the TPU API emulator as a subprocess and ansible-inventory runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tools.tpu_emulator.testing import REPO, TOKEN, EmulatorProcess, admin
+
+VENV_BIN = REPO / ".venv" / "bin"
+
+
+@dataclass
+class InventoryRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return plain(json.loads(self.stdout))
+
+    def hosts(self, group: str = "all") -> list[str]:
+        """Hosts of a group, its children's included, from the --list JSON."""
+        data = json.loads(self.stdout)
+        found: set[str] = set()
+        pending = [group]
+        while pending:
+            entry = data.get(pending.pop(), {})
+            found.update(entry.get("hosts", []))
+            pending.extend(entry.get("children", []))
+        return sorted(found)
+
+    def hostvars(self, host: str) -> dict[str, Any]:
+        return self.data["_meta"]["hostvars"][host]
+
+
+def plain(value: Any) -> Any:
+    """--list JSON with the {"__ansible_unsafe": ...} markers removed."""
+    if isinstance(value, dict):
+        if set(value) == {"__ansible_unsafe"}:
+            return value["__ansible_unsafe"]
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def ansible_inventory(source: Path, *args: str, **env_extra: str) -> InventoryRun:
+    """Run .venv/bin/ansible-inventory with the repository's ansible.cfg."""
+    env = dict(os.environ)
+    for key in list(env):
+        if key.startswith(("ANSIBLE_", "CLOUDTPU_", "GCP_")):
+            del env[key]
+    env.update(
+        {
+            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0",
+            "ANSIBLE_LOCAL_TEMP": str(source.parent / ".ansible-tmp"),
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+    )
+    env.update(env_extra)
+    result = subprocess.run(
+        [str(VENV_BIN / "ansible-inventory"), "-i", str(source), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return InventoryRun(result.returncode, result.stdout, result.stderr)
+
+
+class Emulator:
+    """Handle on the emulator subprocess for tests."""
+
+    def __init__(self, process: EmulatorProcess) -> None:
+        self.process = process
+        self.api_url = process.api_url
+        self.root_url = process.root_url
+
+    def admin(self, method: str, path: str, body: Any = None) -> Any:
+        return admin(self.root_url, method, path, body)
+
+    def requests(self) -> int:
+        return self.admin("GET", "stats")["requests"]
+
+    def source(self, directory: Path, name: str = "x.tpu_vm.yml", **options: Any) -> Path:
+        """An inventory source for this emulator; options override the defaults."""
+        config: dict[str, Any] = {
+            "plugin": "cloudtpu.pod.tpu_vm",
+            "base_url": self.api_url,
+            "auth_kind": "accesstoken",
+            "access_token": TOKEN,
+            "retry_backoff": 0.05,
+            "retry_max_sleep": 0.2,
+        }
+        config.update(options)
+        path = directory / name
+        path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        return path
+
+
+def start_emulator(state: dict[str, Any], tmp_dir: Path) -> Iterator[Emulator]:
+    """Write ``state`` and serve it from the emulator CLI for the duration of a fixture."""
+    state_file = tmp_dir / "state.yml"
+    state_file.write_text(yaml.safe_dump(state), encoding="utf-8")
+    process = EmulatorProcess(state_file, extra=("--operation-delay", "0"))
+    process.start()
+    try:
+        yield Emulator(process)
+    finally:
+        process.stop()
