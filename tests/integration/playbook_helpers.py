@@ -1,0 +1,54 @@
+"""Helpers for tests that run ansible-playbook from the repository and read its output."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from tests import role_runner
+
+# Modules on localhost run with the control machine's Python (interpreter discovery may find
+# a shim of some other Python on a developer's machine).
+LOCAL_PYTHON = {"ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+
+# Kept at import time: tests may monkeypatch role_runner.ansible_env with playbook_env.
+_ROLE_RUNNER_ENV = role_runner.ansible_env
+
+
+def playbook_env(**extra: str) -> dict[str, str]:
+    """role_runner's environment, minus an empty ANSIBLE_CALLBACKS_ENABLED.
+
+    ansible-core 2.19 reads an empty list variable as [''] and stops with "A non-empty
+    plugin name is required"; without the variable, ansible.cfg's list applies.
+    """
+    env = _ROLE_RUNNER_ENV(**extra)
+    if env.get("ANSIBLE_CALLBACKS_ENABLED", "unset") == "":
+        del env["ANSIBLE_CALLBACKS_ENABLED"]
+    return env
+
+
+def error_text(output: str) -> str:
+    """The [ERROR] paragraphs of an ansible-playbook run (what the user reads first)."""
+    blocks = re.findall(r"^\[ERROR\]: (.*?)(?:\nOrigin:|\n\n|\Z)", output, re.M | re.S)
+    return "\n".join(blocks)
+
+
+def run_playbook(
+    playbook: Path | str,
+    inventory: Path | str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: int = 300,
+) -> subprocess.CompletedProcess[str]:
+    """ansible-playbook PLAYBOOK -i INVENTORY ARGS..., from the repository root."""
+    cmd = [str(role_runner.BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), *args]
+    return subprocess.run(
+        cmd,
+        cwd=role_runner.REPO,
+        env=env or playbook_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
