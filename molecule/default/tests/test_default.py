@@ -1,0 +1,136 @@
+"""What converge (base, tcmalloc in mode disable, libtpu) leaves on an old TPU VM image."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from conftest import FAKE_DEVICES, LIBRARY, LOCK, LOGS, MARKER, ORIGINAL_LINE, login
+
+UNLOCK = f"tpu-unlock --json --device-glob '{FAKE_DEVICES}/accel*'"
+
+
+# --- tcmalloc: mode disable -------------------------------------------------------------------
+
+
+def test_new_login_session_has_no_ld_preload(host) -> None:
+    env = login(host, "env")
+    assert "LD_PRELOAD" not in env, f"a new login session still preloads:\n{env}"
+
+
+def test_original_line_is_commented_out_in_place(host) -> None:
+    content = host.file("/etc/environment").content_string
+    assert MARKER + ORIGINAL_LINE in content.splitlines(), content
+    assert ORIGINAL_LINE not in content.splitlines(), content
+
+
+def test_backup_keeps_the_original_line(host) -> None:
+    content = host.file("/etc/cloudtpu/tcmalloc.orig").content_string
+    entries = [json.loads(line) for line in content.splitlines() if line.startswith("{")]
+    expected = {"file": "/etc/environment", "kind": "environment", "line": ORIGINAL_LINE}
+    assert entries == [expected], content
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/etc/cloudtpu/tcmalloc.env"],
+)
+def test_no_framework_files_in_disable_mode(host, path: str) -> None:
+    assert not host.file(path).exists, host.file(path).content_string
+
+
+def test_venv_activate_has_no_preload(host) -> None:
+    activate = host.file("/home/tpu/.venv310/bin/activate").content_string
+    assert "cloudtpu.pod tcmalloc" not in activate and LIBRARY not in activate
+
+
+# --- libtpu -----------------------------------------------------------------------------------
+
+
+def test_tpu_unlock_is_installed(host) -> None:
+    tool = host.file("/usr/local/bin/tpu-unlock")
+    assert tool.exists and tool.user == "root" and tool.mode == 0o755, (tool.user, oct(tool.mode))
+
+
+@pytest.mark.parametrize("path", [LOCK, LOGS])
+def test_stale_libtpu_leftovers_are_gone(host, path: str) -> None:
+    assert not host.file(path).exists, host.run(f"ls -la {path}").stdout
+
+
+@pytest.fixture
+def device_holder(host):
+    """A process of the user tpu holding a fake TPU device open, and a fresh lock file."""
+    host.run_test(f"mkdir -p {FAKE_DEVICES} && touch {FAKE_DEVICES}/accel0")
+    host.run_test(f"touch {LOCK}")
+    holder = f"exec 3<{FAKE_DEVICES}/accel0; exec sleep 600"  # sleep keeps descriptor 3 open
+    host.run_test(
+        f"runuser -u tpu -- setsid sh -c {shlex.quote(holder)} </dev/null >/dev/null 2>&1 &"
+    )
+    pid = host.run_test("sleep 0.5; pgrep -u tpu -x -f 'sleep 600'").stdout.split()[0]
+    yield int(pid)
+    host.run(f"kill -9 {pid}")
+    host.run(f"rm -rf {FAKE_DEVICES} {LOCK}")
+
+
+def test_tpu_unlock_keeps_the_lock_while_a_process_holds_a_device(host, device_holder) -> None:
+    result = host.run(UNLOCK)
+    out = json.loads(result.stdout)
+    assert result.rc == 3, out
+    assert host.file(LOCK).exists, out
+    holders = {h["pid"]: h for h in out["holders"]}
+    assert device_holder in holders, out
+    assert holders[device_holder]["user"] == "tpu", out
+    assert holders[device_holder]["command"] == "sleep 600", out
+    assert LOCK in out["kept"], out
+
+
+def test_tpu_unlock_kill_ends_the_holder_then_removes_the_lock(host, device_holder) -> None:
+    result = host.run(f"{UNLOCK} --kill --user tpu --grace 3")
+    out = json.loads(result.stdout)
+    assert result.rc == 0, out
+    assert [k["pid"] for k in out["killed"]] == [device_holder], out
+    assert LOCK in out["removed"], out
+    assert not host.file(LOCK).exists
+    assert host.run(f"kill -0 {device_holder}").rc != 0, "the holder is still alive"
+
+
+# --- base -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("package", ["htop", "git", "curl", "rsync", "lsof", "zsh", "tzdata"])
+def test_packages_are_installed(host, package: str) -> None:
+    assert host.package(package).is_installed, host.run(f"dpkg -s {package}").stdout
+
+
+def test_unattended_upgrades_never_reboot(host) -> None:
+    dump = host.run_test("apt-config dump Unattended-Upgrade::Automatic-Reboot").stdout
+    assert dump.strip() == 'Unattended-Upgrade::Automatic-Reboot "false";', dump
+
+
+def test_unattended_upgrades_stays_enabled(host) -> None:
+    service = host.service("unattended-upgrades")
+    assert service.is_enabled, host.run("systemctl status unattended-upgrades").stdout
+    dump = host.run_test("apt-config dump APT::Periodic::Unattended-Upgrade").stdout
+    assert '"0"' not in dump, dump
+
+
+def test_time_zone(host) -> None:
+    assert host.file("/etc/localtime").linked_to == "/usr/share/zoneinfo/Europe/Berlin"
+    zone = login(host, "date +%Z").strip()
+    assert zone in {"CET", "CEST"}, zone
+
+
+def test_login_shell(host) -> None:
+    assert host.user("tpu").shell == "/usr/bin/zsh"
+    shell = login(host, "echo $0").strip()
+    assert shell.endswith("zsh"), shell
+
+
+@pytest.mark.parametrize("flag", ["-Sn", "-Hn"])
+def test_open_files_limit_in_a_login_session(host, flag: str) -> None:
+    limit = login(host, f"ulimit {flag}").strip()
+    assert limit == "16384", (
+        limit,
+        host.file("/etc/security/limits.d/90-cloudtpu-nofile.conf").content_string,
+    )
