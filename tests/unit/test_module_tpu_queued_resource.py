@@ -1,0 +1,143 @@
+"""cloudtpu.pod.tpu_queued_resource against the in-memory emulator."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.module_harness import PROJECT, ZONE, Api, run_module, serve, state
+
+REQUEST = {
+    "name": "qr-a",
+    "zone": ZONE,
+    "tier": "spot",
+    "accelerator_type": "v4-8",
+    "runtime_version": "tpu-ubuntu2204-base",
+    "labels": {"team": "vision"},
+    "poll_interval": 0.05,
+    "timeout": 30,
+}
+
+
+@pytest.fixture
+def api() -> Iterator[Api]:
+    with serve() as emulator:
+        yield emulator
+
+
+def qr_args(api: Api, **changes: Any) -> dict[str, Any]:
+    args = dict(REQUEST)
+    args.update(changes)
+    return api.auth(**args)
+
+
+def test_spot_request_becomes_active_with_its_node(api: Api) -> None:
+    outcome = run_module("tpu_queued_resource", qr_args(api))
+    assert not outcome.failed, outcome.msg
+    assert outcome["changed"] is True and outcome["state"] == "ACTIVE"
+    assert [n["name"] for n in outcome["nodes"]] == ["qr-a"]
+    node = api.node("qr-a")
+    assert node["state"] == "READY"
+    assert node["schedulingConfig"]["spot"] is True
+    assert node["labels"] == {"team": "vision"}
+    assert "spot" in api.queued("qr-a")
+
+
+def test_multislice_request_creates_prefixed_nodes(api: Api) -> None:
+    outcome = run_module(
+        "tpu_queued_resource", qr_args(api, node_count=3, node_prefix="ms", tier="guaranteed")
+    )
+    assert not outcome.failed, outcome.msg
+    names = [n["name"] for n in outcome["nodes"]]
+    assert names == ["ms-0", "ms-1", "ms-2"]
+    assert all(api.node(name)["state"] == "READY" for name in names)
+    spec = api.queued("qr-a")["tpu"]["nodeSpec"][0]
+    assert spec["multisliceParams"] == {"nodeCount": 3, "nodeIdPrefix": "ms"}
+    assert "guaranteed" in api.queued("qr-a")
+
+
+def test_second_run_changes_nothing(api: Api) -> None:
+    run_module("tpu_queued_resource", qr_args(api))
+    api.reset_calls()
+    again = run_module("tpu_queued_resource", qr_args(api))
+    assert not again.failed, again.msg
+    assert again["changed"] is False and again["state"] == "ACTIVE"
+    assert api.mutating_calls() == {}, api.calls()
+
+
+def test_a_different_request_under_the_same_name_is_refused(api: Api) -> None:
+    run_module("tpu_queued_resource", qr_args(api))
+    outcome = run_module("tpu_queued_resource", qr_args(api, tier="guaranteed", node_count=2))
+    assert outcome.failed
+    assert "tier: 'spot' -> 'guaranteed'" in outcome.msg, outcome.msg
+    assert "['qr-a'] -> ['qr-a-0', 'qr-a-1']" in outcome.msg, outcome.msg
+
+
+def test_check_mode_makes_no_mutating_call(api: Api) -> None:
+    outcome = run_module("tpu_queued_resource", qr_args(api), check=True)
+    assert not outcome.failed and outcome["changed"] is True
+    assert api.mutating_calls() == {}, api.calls()
+    assert api.queued("qr-a") is None
+
+
+def test_failed_request_is_explained_with_the_api_reason() -> None:
+    failed = {
+        "queuedResourceId": "qr-a",
+        "tpu": {
+            "nodeSpec": [
+                {
+                    "parent": f"projects/{PROJECT}/locations/{ZONE}",
+                    "nodeId": "qr-a",
+                    "node": {"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base"},
+                }
+            ]
+        },
+        "spot": {},
+        "state": {
+            "state": "FAILED",
+            "failedData": {"error": {"code": 8, "message": "Quota exceeded for TPUV4 cores"}},
+        },
+    }
+    initial = state()
+    initial["projects"][PROJECT]["zones"][ZONE] = {"queued_resources": [failed]}
+    with serve(initial) as api:
+        outcome = run_module("tpu_queued_resource", qr_args(api))
+    assert outcome.failed
+    assert outcome["state"] == "FAILED"
+    assert "FAILED: Quota exceeded for TPUV4 cores" in outcome.msg, outcome.msg
+    assert "state: absent" in outcome.msg
+
+
+def test_waiting_for_capacity_past_the_timeout_fails_but_stays_queued() -> None:
+    initial = state()
+    initial["projects"][PROJECT]["zones"][ZONE] = {"capacity": False}
+    with serve(initial) as api:
+        started = time.monotonic()
+        outcome = run_module("tpu_queued_resource", qr_args(api, timeout=1))
+        elapsed = time.monotonic() - started
+        assert outcome.failed
+        assert "still WAITING_FOR_RESOURCES after 1 s" in outcome.msg, outcome.msg
+        assert api.queued("qr-a")["state"]["state"] == "WAITING_FOR_RESOURCES"
+    assert elapsed < 3, f"waited {elapsed:.1f} s for a 1 s timeout"
+
+
+def test_delete_without_force_surfaces_the_api_refusal(api: Api) -> None:
+    run_module("tpu_queued_resource", qr_args(api))
+    outcome = run_module("tpu_queued_resource", qr_args(api, state="absent"))
+    assert outcome.failed
+    assert "force=true" in outcome.msg, outcome.msg
+    assert api.queued("qr-a") is not None and api.node("qr-a") is not None
+
+
+def test_delete_with_force_removes_the_request_and_its_nodes(api: Api) -> None:
+    run_module("tpu_queued_resource", qr_args(api, node_count=2))
+    outcome = run_module("tpu_queued_resource", qr_args(api, state="absent", force=True))
+    assert not outcome.failed, outcome.msg
+    assert outcome["changed"] is True and outcome["state"] == "ABSENT"
+    assert api.queued("qr-a") is None
+    assert api.node("qr-a-0") is None and api.node("qr-a-1") is None
+    again = run_module("tpu_queued_resource", qr_args(api, state="absent", force=True))
+    assert again["changed"] is False
