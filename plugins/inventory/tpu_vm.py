@@ -195,7 +195,7 @@ cache_timeout: 3600
 
 import re
 import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -208,7 +208,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
     node_accelerator_type,
 )
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 HOSTNAME_FIELDS = ("node", "worker_id", "zone", "project", "accelerator_type", "generation")
 _GROUP_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -255,6 +255,34 @@ def check_hostname_template(template: str) -> None:
         )
 
 
+NODE_FIELDS = (
+    "name",
+    "acceleratorType",
+    "acceleratorConfig",
+    "state",
+    "health",
+    "runtimeVersion",
+    "labels",
+    "schedulingConfig",
+)
+
+
+def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a node JSON object the inventory uses (what the cache stores)."""
+    slim = {key: node[key] for key in NODE_FIELDS if key in node}
+    endpoints = []
+    for endpoint in node.get("networkEndpoints") or []:
+        if not isinstance(endpoint, Mapping):
+            continue
+        entry: dict[str, Any] = {"ipAddress": endpoint.get("ipAddress", "")}
+        access = endpoint.get("accessConfig")
+        if isinstance(access, Mapping) and access.get("externalIp"):
+            entry["accessConfig"] = {"externalIp": access["externalIp"]}
+        endpoints.append(entry)
+    slim["networkEndpoints"] = endpoints
+    return slim
+
+
 def node_matches(
     node: Mapping[str, Any],
     states: Sequence[str] = ("READY",),
@@ -280,16 +308,23 @@ def node_matches(
     return True
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 def node_hosts(
     node: Mapping[str, Any],
     project: str,
     hostname: str = "{node}-w{worker_id}",
     use_internal_ip: bool = False,
+    wrap: Callable[[Any], Any] = _same,
 ) -> list[tuple[str, dict[str, Any], list[str]]]:
     """One ``(host name, host variables, groups)`` per worker of a node JSON object.
 
     Nothing here raises on odd input: unknown accelerator types give generation ``unknown``,
-    missing addresses give empty strings.
+    missing addresses give empty strings. ``wrap`` is applied once to every variable value
+    (the plugin marks values unsafe with it); values shared by a node's workers are wrapped
+    once per node.
     """
     zone, node_id = parse_node_name(node.get("name"))[1:]
     accel = node_accelerator_type(node)
@@ -312,6 +347,7 @@ def node_hosts(
         "tpu_labels": dict(labels) if isinstance(labels, Mapping) else {},
         "tpu_spot": bool(scheduling.get("spot") or scheduling.get("preemptible")),
     }
+    common = {key: wrap(value) for key, value in common.items()}
     node_groups = [
         "tpu",
         group_name("tpu_node_", node_id),
@@ -326,11 +362,11 @@ def node_hosts(
         external = str(access.get("externalIp") or "") if isinstance(access, Mapping) else ""
         hostvars = dict(common)
         hostvars["tpu_worker_id"] = worker_id
-        hostvars["tpu_internal_ip"] = internal
-        hostvars["tpu_external_ip"] = external or None
+        hostvars["tpu_internal_ip"] = wrap(internal)
+        hostvars["tpu_external_ip"] = wrap(external) if external else None
         address = internal if use_internal_ip or not external else external
         if address:
-            hostvars["ansible_host"] = address
+            hostvars["ansible_host"] = wrap(address)
         name = hostname.format(
             node=node_id,
             worker_id=worker_id,
@@ -352,6 +388,7 @@ def build_hosts(
     names: Sequence[str] = (),
     hostname: str = "{node}-w{worker_id}",
     use_internal_ip: bool = False,
+    wrap: Callable[[Any], Any] = _same,
 ) -> tuple[list[tuple[str, dict[str, Any], list[str]]], list[str]]:
     """All hosts of a fetched result (see InventoryModule.fetch), and warnings.
 
@@ -374,7 +411,9 @@ def build_hosts(
                     f"TPU node name {node_id} exists in {node_places[node_id]} and {place}; group "
                     f"{group_name('tpu_node_', node_id)} holds the workers of both."
                 )
-            for name, hostvars, groups in node_hosts(node, project, hostname, use_internal_ip):
+            for name, hostvars, groups in node_hosts(
+                node, project, hostname, use_internal_ip, wrap
+            ):
                 where = f"{place}/{node_id} worker {hostvars['tpu_worker_id']}"
                 if name in owner:
                     raise ValueError(
@@ -425,7 +464,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             nodes, warnings = client.collect_nodes(
                 project, zones or None, self.get_option("page_size")
             )
-            result["projects"][project] = {"nodes": nodes, "warnings": warnings}
+            result["projects"][project] = {
+                "nodes": [slim_node(node) for node in nodes],
+                "warnings": warnings,
+            }
         return result
 
     def populate(self, data: Mapping[str, Any], cached: bool = False) -> None:
@@ -446,6 +488,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 names=self.get_option("names") or [],
                 hostname=self.get_option("hostname"),
                 use_internal_ip=self.get_option("use_internal_ip"),
+                wrap=wrap_var,
             )
         except ValueError as exc:
             raise AnsibleParserError(f"tpu_vm inventory: {exc}") from None
@@ -457,21 +500,23 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         groups = self.get_option("groups")
         keyed_groups = self.get_option("keyed_groups")
         inventory = self.inventory
+        known_groups: set[str] = set()
         for name, hostvars, host_groups in hosts:
             for group in host_groups:
-                inventory.add_group(group)
+                if group not in known_groups:
+                    inventory.add_group(group)
+                    known_groups.add(group)
             inventory.add_host(name, group=host_groups[0])
             for group in host_groups[1:]:
                 inventory.add_child(group, name)
-            safe_vars = {key: wrap_var(value) for key, value in hostvars.items()}
-            for key, value in safe_vars.items():
+            for key, value in hostvars.items():
                 inventory.set_variable(name, key, value)
             if compose:
-                self._set_composite_vars(compose, safe_vars, name, strict=strict)
+                self._set_composite_vars(compose, hostvars, name, strict=strict)
             if groups:
-                self._add_host_to_composed_groups(groups, safe_vars, name, strict=strict)
+                self._add_host_to_composed_groups(groups, hostvars, name, strict=strict)
             if keyed_groups:
-                self._add_host_to_keyed_groups(keyed_groups, safe_vars, name, strict=strict)
+                self._add_host_to_keyed_groups(keyed_groups, hostvars, name, strict=strict)
 
     def parse(self, inventory: Any, loader: Any, path: str, cache: bool = True) -> None:
         super().parse(inventory, loader, path, cache)

@@ -295,3 +295,33 @@ def test_group_names_are_sanitized(prefix: str, value: str, expected: str) -> No
 )
 def test_parse_node_name(name: str | None, expected: tuple[str, str, str]) -> None:
     assert tpu_vm.parse_node_name(name) == expected
+
+
+def test_wrap_is_applied_to_every_value_from_the_api() -> None:
+    node = api_node(labels={"team": "vision"})
+    hosts = tpu_vm.node_hosts(node, "proj-1", wrap=lambda v: ("wrapped", v))
+    hostvars = hosts[1][1]
+    assert hostvars["tpu_node"] == ("wrapped", "pod-a")
+    assert hostvars["tpu_labels"] == ("wrapped", {"team": "vision"})
+    assert hostvars["tpu_internal_ip"] == ("wrapped", "10.0.0.3")
+    assert hostvars["ansible_host"] == ("wrapped", "34.1.1.3")
+    assert hostvars["tpu_worker_id"] == 1
+    # the host name is built from the plain values
+    assert hosts[1][0] == "pod-a-w1"
+
+
+def test_slim_node_keeps_what_the_inventory_uses() -> None:
+    node = api_node(labels={"a": "b"}, schedulingConfig={"spot": True})
+    node["metadata"] = {"ssh-keys": "big"}
+    node["serviceAccount"] = {"email": "x"}
+    node["networkEndpoints"][0]["port"] = 8470
+    node["networkEndpoints"].append("junk")
+    slim = tpu_vm.slim_node(node)
+    assert "metadata" not in slim
+    assert "serviceAccount" not in slim
+    assert slim["networkEndpoints"][0] == {
+        "ipAddress": "10.0.0.2",
+        "accessConfig": {"externalIp": "34.1.1.2"},
+    }
+    assert len(slim["networkEndpoints"]) == 4
+    assert tpu_vm.node_hosts(slim, "proj-1") == tpu_vm.node_hosts(node, "proj-1")
