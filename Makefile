@@ -57,5 +57,8 @@ molecule: setup image ## Molecule scenarios in Docker: $(SCENARIOS)
 
 test: lint unit integration sanity molecule ## The full test suite (what CI runs)
 
+bench-inventory: setup ## Benchmark the tpu_vm inventory (1000 nodes, emulator); updates BENCHMARKS.md
+	python bench/inventory/run.py --markdown BENCHMARKS.md
+
 clean: ## Remove caches (keeps .venv and images)
 	rm -rf .cache .pytest_cache .ruff_cache
