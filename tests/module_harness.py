@@ -25,7 +25,7 @@ from ansible.utils.collection_loader import AnsibleCollectionConfig
 from tools.tpu_emulator import Emulator, EmulatorServer
 
 REPO = Path(__file__).resolve().parents[1]
-TOKEN = "module-test-token"  # noqa: S105 - the emulator accepts any bearer token it is given
+TOKEN = "module-test-token"  # the emulator accepts any bearer token it is given
 PROJECT = "demo"
 ZONE = "us-central2-b"
 MUTATING = ("POST", "PATCH", "DELETE")
@@ -57,9 +57,7 @@ class Outcome:
         return self.result[key]
 
 
-def run_module(
-    name: str, args: dict[str, Any], check: bool = False, diff: bool = False
-) -> Outcome:
+def run_module(name: str, args: dict[str, Any], check: bool = False, diff: bool = False) -> Outcome:
     """Run ``cloudtpu.pod.<name>`` in this process and return its result."""
     module = importlib.import_module(f"ansible_collections.cloudtpu.pod.plugins.modules.{name}")
     full = dict(args, _ansible_check_mode=check, _ansible_diff=diff)

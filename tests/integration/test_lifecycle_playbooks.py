@@ -1,0 +1,200 @@
+"""provision.yml, teardown.yml and recover.yml against the emulator's in-memory backend:
+preflight refusals, the queued resource path, check mode and the recreate-from-spec logic.
+
+The in-memory backend hands out addresses nobody answers on, so these runs skip the SSH wait
+and the bootstrap (tpu_*_wait_for_ssh=false, tpu_recover_bootstrap=false); the Docker test
+(test_lifecycle_docker.py) covers them for real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.lifecycle_support import (
+    PROJECT,
+    ZONE,
+    EmulatorCli,
+    ansible_env,
+    extra_vars,
+    inventory,
+    playbook,
+)
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJk5dGVzdGtleXRlc3RrZXl0ZXN0a2V5dGVzdGtleQ lifecycle"
+BASE = {
+    "tpu_provision_project": PROJECT,
+    "tpu_provision_zone": ZONE,
+    "tpu_provision_accelerator_type": "v4-16",
+    "tpu_provision_ssh_user": "tpu",
+    "tpu_provision_ssh_public_key": KEY,
+    "tpu_provision_wait_for_ssh": False,
+    "tpu_provision_poll_interval": 0.1,
+    "tpu_teardown_poll_interval": 0.1,
+    "tpu_recover_poll_interval": 0.1,
+    "tpu_recover_wait_for_ssh": False,
+    "tpu_recover_bootstrap": False,
+}
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[EmulatorCli]:
+    cli = EmulatorCli(backend="memory", delay=0.1).start()
+    try:
+        yield cli
+    finally:
+        cli.stop()
+
+
+@pytest.fixture
+def env(emulator: EmulatorCli, tmp_path: Path) -> dict[str, str]:
+    emulator.admin("POST", "reset")
+    return ansible_env(emulator.api_url, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+
+
+def with_base(**values: Any) -> list[str]:
+    merged = dict(BASE)
+    merged["tpu_provision_known_hosts"] = "/dev/null"
+    merged["tpu_recover_known_hosts"] = "/dev/null"
+    merged.update(values)
+    return extra_vars(merged)
+
+
+BAD_PROVISION = [
+    ("tpu_provision_name", "Bad_Name", "Bad_Name"),
+    ("tpu_provision_count", "many", "many"),
+    ("tpu_provision_zone", "nowhere", "nowhere"),
+    ("tpu_provision_project", "X", "'X'"),
+    ("tpu_provision_accelerator_type", "tpu-big", "tpu-big"),
+    ("tpu_provision_method", "magic", "magic"),
+    ("tpu_provision_spot", "maybe", "maybe"),
+    ("tpu_provision_labels", "team=vision", "team=vision"),
+    ("tpu_provision_ssh_user", "Root User", "Root User"),
+    ("tpu_provision_ssh_public_key", "not-a-key", "not-a-key"),
+]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "shown"), BAD_PROVISION, ids=[b[0] for b in BAD_PROVISION]
+)
+def test_provision_refuses_bad_input_naming_the_variable(
+    emulator: EmulatorCli, env: dict[str, str], variable: str, value: str, shown: str
+) -> None:
+    values = {"tpu_provision_name": "pod-a", variable: value}
+    result = playbook("provision.yml", env, *with_base(**values))
+    assert result.returncode != 0, result.tail()
+    assert variable in result.output, result.tail()
+    assert shown in result.output, result.tail()
+    assert emulator.mutating_calls() == {}, emulator.mutating_calls()
+
+
+def test_provision_without_a_name_says_how_to_pass_it(
+    emulator: EmulatorCli, env: dict[str, str]
+) -> None:
+    result = playbook("provision.yml", env, *with_base())
+    assert result.returncode != 0
+    assert "-e tpu_provision_name=" in result.output, result.tail()
+
+
+def test_provision_in_check_mode_calls_nothing_that_changes(
+    emulator: EmulatorCli, env: dict[str, str]
+) -> None:
+    result = playbook("provision.yml", env, "--check", *with_base(tpu_provision_name="pod-a"))
+    assert result.returncode == 0, result.tail()
+    assert result.recap()["localhost"]["changed"] >= 1
+    assert emulator.mutating_calls() == {}, emulator.mutating_calls()
+    assert emulator.node("pod-a") is None
+
+
+@pytest.mark.parametrize("confirm", [None, "yes", False], ids=["unset", "yes", "false"])
+def test_teardown_refuses_without_confirmation(
+    emulator: EmulatorCli, env: dict[str, str], confirm: Any
+) -> None:
+    values: dict[str, Any] = {"tpu_provision_name": "pod-a"}
+    if confirm is not None:
+        values["tpu_teardown_confirm"] = confirm
+    assert playbook("provision.yml", env, *with_base(**values)).returncode == 0
+    result = playbook("teardown.yml", env, *with_base(**values))
+    assert result.returncode != 0
+    assert "-e tpu_teardown_confirm=true" in result.output, result.tail()
+    assert "tpu_teardown_confirm is" in result.output, result.tail()
+    assert emulator.node("pod-a") is not None
+    assert "DELETE nodes.delete" not in emulator.mutating_calls()
+
+
+def test_queued_resource_provision_is_idempotent_and_teardown_removes_it(
+    emulator: EmulatorCli, env: dict[str, str]
+) -> None:
+    values = {
+        "tpu_provision_name": "ms",
+        "tpu_provision_count": 2,
+        "tpu_provision_method": "queued_resource",
+        "tpu_provision_spot": True,
+        "tpu_provision_accelerator_type": "v4-8",
+    }
+    first = playbook("provision.yml", env, *with_base(**values))
+    assert first.returncode == 0, first.tail()
+    assert first.recap()["localhost"]["changed"] >= 1
+    nodes = {name: emulator.node(name) for name in ("ms-0", "ms-1")}
+    assert all(n and n["state"] == "READY" for n in nodes.values()), nodes
+    assert all(n["schedulingConfig"].get("spot") for n in nodes.values()), nodes
+    assert all(f"tpu:{KEY}" in n["metadata"]["ssh-keys"] for n in nodes.values()), nodes
+    groups = inventory(env)
+    assert groups["tpu_node_ms_0"]["hosts"] == ["ms-0-w0"]
+    assert groups["tpu_node_ms_1"]["hosts"] == ["ms-1-w0"]
+
+    second = playbook("provision.yml", env, *with_base(**values))
+    assert second.returncode == 0, second.tail()
+    assert all(c["changed"] == 0 for c in second.recap().values()), second.recap()
+
+    gone = playbook("teardown.yml", env, *with_base(tpu_teardown_confirm=True, **values))
+    assert gone.returncode == 0, gone.tail()
+    assert emulator.node("ms-0") is None and emulator.node("ms-1") is None
+    qrs = emulator.admin("GET", "state")["projects"][PROJECT]["zones"][ZONE]["queued_resources"]
+    assert qrs == []
+
+
+def test_recover_refuses_a_missing_list_a_ready_node_and_an_unknown_node(
+    emulator: EmulatorCli, env: dict[str, str]
+) -> None:
+    missing = playbook("recover.yml", env, *with_base())
+    assert missing.returncode != 0 and "tpu_recover_nodes is required" in missing.output
+
+    assert playbook("provision.yml", env, *with_base(tpu_provision_name="pod-a")).returncode == 0
+    ready = playbook("recover.yml", env, *with_base(tpu_recover_nodes=["pod-a"]))
+    assert ready.returncode != 0
+    assert "is READY (health HEALTHY)" in ready.output, ready.tail()
+    assert "tpu_recover_force=true" in ready.output, ready.tail()
+
+    unknown = playbook("recover.yml", env, *with_base(tpu_recover_nodes="nope"))
+    assert unknown.returncode != 0
+    assert "nope does not exist" in unknown.output, unknown.tail()
+    assert "DELETE nodes.delete" not in emulator.mutating_calls()
+
+
+def test_recover_recreates_a_preempted_node_with_its_spec(
+    emulator: EmulatorCli, env: dict[str, str]
+) -> None:
+    values = {
+        "tpu_provision_name": "pod-a",
+        "tpu_provision_spot": True,
+        "tpu_provision_labels": {"team": "vision"},
+        "tpu_provision_metadata": {"startup-script": "echo hi"},
+    }
+    assert playbook("provision.yml", env, *with_base(**values)).returncode == 0
+    before = emulator.node("pod-a")
+    emulator.admin("POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/pod-a:preempt")
+    assert emulator.node("pod-a")["state"] == "PREEMPTED"
+
+    result = playbook("recover.yml", env, *with_base(tpu_recover_nodes="pod-a", **values))
+    assert result.returncode == 0, result.tail()
+    after = emulator.node("pod-a")
+    assert after["state"] == "READY"
+    assert after["createTime"] != before["createTime"]
+    for key in ("acceleratorType", "runtimeVersion", "labels", "metadata", "schedulingConfig"):
+        assert after[key] == before[key], (key, before[key], after[key])
+    assert after["networkConfig"]["enableExternalIps"] is True
+    assert inventory(env)["tpu_node_pod_a"]["hosts"] == ["pod-a-w0", "pod-a-w1"]
