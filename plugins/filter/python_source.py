@@ -1,0 +1,237 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Where a worker gets Python X.Y from: the distribution, the deadsnakes PPA, or nowhere."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+DOCUMENTATION = r"""
+name: python_source
+author: cloudtpu.pod maintainers
+version_added: 0.1.0
+short_description: Decide where a Debian or Ubuntu host gets Python X.Y from
+description:
+  - Given the wanted Python version and the host's distribution facts, returns where the
+    interpreter comes from and which apt packages provide it.
+  - The order is the distribution's own packages (C(pythonX.Y), C(pythonX.Y-venv),
+    C(pythonX.Y-dev)) when the release ships that version, then on Ubuntu the deadsnakes PPA
+    when it publishes that version for the release, else no source, with a message that names
+    the version, the distribution and what would work.
+  - The tables of what each release ships are part of this plugin (see the source); a release
+    missing from them is only served when I(prefer) names the source explicitly.
+  - Used by the C(cloudtpu.pod.python) role in its preflight; it never fails itself, so the role
+    can put the message into an assertion.
+positional: _input, distribution, distribution_version, prefer
+options:
+  _input:
+    description: The wanted Python version, C(major.minor) such as C(3.10).
+    type: str
+    required: true
+  distribution:
+    description: The distribution name, as in C(ansible_facts['distribution']).
+    type: str
+    required: true
+  distribution_version:
+    description:
+      - The release, as in C(ansible_facts['distribution_version']) (C(22.04) on Ubuntu,
+        C(12) or C(12.7) on Debian; only the major number counts on Debian).
+    type: str
+    required: true
+  prefer:
+    description:
+      - C(auto) follows the order above. C(system) and C(deadsnakes) force that source; a
+        release the tables do not know is then trusted, a release they know to lack the version
+        is still refused.
+    type: str
+    default: auto
+    choices: [auto, system, deadsnakes]
+"""
+
+EXAMPLES = r"""
+- name: Decide where Python 3.10 comes from on this host
+  ansible.builtin.set_fact:
+    decision: >-
+      {{ '3.10' | cloudtpu.pod.python_source(ansible_facts['distribution'],
+                                             ansible_facts['distribution_version']) }}
+# Ubuntu 22.04 -> {ok: true, source: system, packages: [python3.10, python3.10-venv, ...]}
+# Ubuntu 24.04 -> {ok: true, source: deadsnakes, ...}
+# Debian 12    -> {ok: false, message: "... Debian 12 ships python3.11; set
+#                 tpu_python_version: '3.11' ..."}
+"""
+
+RETURN = r"""
+_value:
+  description: The decision.
+  type: dict
+  contains:
+    ok:
+      description: Whether a source was found.
+      type: bool
+    source:
+      description: C(system), C(deadsnakes), or an empty string when I(ok) is false.
+      type: str
+    packages:
+      description: The apt packages that provide the interpreter, its venv module and headers.
+      type: list
+      elements: str
+    interpreter:
+      description: The interpreter's path once the packages are installed.
+      type: str
+    message:
+      description: One sentence that explains the decision (or the refusal and what would work).
+      type: str
+"""
+
+# What each release ships in its own archive (main or universe), by major.minor.
+# Ubuntu 20.04 has 3.9 in universe next to the default 3.8; 22.04 has 3.11 in universe
+# (jammy-updates) next to the default 3.10; Debian ships exactly one python3.X per release.
+SYSTEM: dict[tuple[str, str], tuple[str, ...]] = {
+    ("Ubuntu", "20.04"): ("3.8", "3.9"),
+    ("Ubuntu", "22.04"): ("3.10", "3.11"),
+    ("Ubuntu", "24.04"): ("3.12",),
+    ("Debian", "11"): ("3.9",),
+    ("Debian", "12"): ("3.11",),
+    ("Debian", "13"): ("3.13",),
+}
+
+# What the deadsnakes PPA publishes per Ubuntu LTS release. It leaves out the version the
+# release itself ships, and publishes for LTS releases only. 20.04 builds stay published but
+# are no longer updated.
+DEADSNAKES: dict[str, tuple[str, ...]] = {
+    "20.04": ("3.7", "3.10", "3.11", "3.12", "3.13"),
+    "22.04": ("3.7", "3.8", "3.9", "3.12", "3.13", "3.14"),
+    "24.04": ("3.7", "3.8", "3.9", "3.10", "3.11", "3.13", "3.14"),
+}
+
+VERSION_RE = re.compile(r"^3\.(\d{1,2})$")
+PREFERENCES = ("auto", "system", "deadsnakes")
+
+
+def _release(distribution: str, distribution_version: str) -> str:
+    if distribution == "Debian":
+        return distribution_version.split(".", 1)[0]
+    return distribution_version
+
+
+def _packages(version: str) -> list[str]:
+    return [f"python{version}", f"python{version}-venv", f"python{version}-dev"]
+
+
+def _refuse(message: str) -> dict[str, Any]:
+    return {"ok": False, "source": "", "packages": [], "interpreter": "", "message": message}
+
+
+def _accept(version: str, source: str, message: str) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "source": source,
+        "packages": _packages(version),
+        "interpreter": f"/usr/bin/python{version}",
+        "message": message,
+    }
+
+
+def _shipped(versions: tuple[str, ...]) -> str:
+    return " and ".join(f"python{v}" for v in versions)
+
+
+def _alternatives(distribution: str, release: str) -> str:
+    """What the release offers and what to set instead, as one sentence fragment."""
+    shipped = SYSTEM.get((distribution, release), ())
+    if distribution != "Ubuntu":
+        if len(shipped) == 1:
+            return (
+                f"{distribution} {release} ships {_shipped(shipped)} and the deadsnakes PPA is "
+                f"for Ubuntu only; set tpu_python_version: '{shipped[0]}'"
+            )
+        return f"{distribution} {release} ships {_shipped(shipped)}; set one of those"
+    ppa = DEADSNAKES.get(release, ())
+    choices = sorted(set(shipped) | set(ppa), key=lambda v: int(v.split(".")[1]))
+    return (
+        f"{distribution} {release} ships {_shipped(shipped)} and the deadsnakes PPA publishes "
+        f"{', '.join(ppa) or 'nothing'} for it; set tpu_python_version to one of "
+        f"{', '.join(choices)}"
+    )
+
+
+def python_source(
+    version: Any,
+    distribution: str,
+    distribution_version: Any,
+    prefer: str = "auto",
+) -> dict[str, Any]:
+    """Decide where Python ``version`` comes from on ``distribution`` ``distribution_version``."""
+    version = str(version)
+    release = _release(str(distribution), str(distribution_version))
+    where = f"{distribution} {release}"
+    if prefer not in PREFERENCES:
+        return _refuse(
+            f"tpu_python_source is '{prefer}'; it must be one of {', '.join(PREFERENCES)}."
+        )
+    match = VERSION_RE.match(version)
+    if not match:
+        return _refuse(
+            f"tpu_python_version is '{version}'; it must be major.minor such as '3.10' or "
+            "'3.11' (quote it in YAML: an unquoted 3.10 is the number 3.1)."
+        )
+    if int(match.group(1)) < 7:
+        return _refuse(
+            f"tpu_python_version is '{version}', older than any TPU framework supports; "
+            "did you mean 3.10 (an unquoted 3.10 in YAML is the number 3.1: quote it)?"
+        )
+    if distribution not in ("Ubuntu", "Debian"):
+        return _refuse(
+            f"tpu_python_version '{version}' cannot be installed on {where}: the python role "
+            "supports Ubuntu (20.04, 22.04, 24.04, the TPU VM images) and Debian (11, 12, 13)."
+        )
+
+    known = (distribution, release) in SYSTEM
+    shipped = SYSTEM.get((distribution, release), ())
+    ppa = DEADSNAKES.get(release, ()) if distribution == "Ubuntu" else ()
+
+    if prefer == "system":
+        if known and version not in shipped:
+            return _refuse(
+                f"tpu_python_version '{version}' with tpu_python_source 'system': "
+                f"{_alternatives(distribution, release)}"
+                + (", or set tpu_python_source: auto." if distribution == "Ubuntu" else ".")
+            )
+        note = "" if known else f" ({where} is not in the role's table: trusted as asked)"
+        return _accept(version, "system", f"python{version} from the {where} archive{note}.")
+
+    if prefer == "deadsnakes":
+        if distribution != "Ubuntu":
+            return _refuse(
+                f"tpu_python_source is 'deadsnakes' but {where} is not Ubuntu: "
+                f"{_alternatives(distribution, release)}, with tpu_python_source: auto."
+            )
+        note = "" if release in DEADSNAKES else f" ({where} is not in the role's table)"
+        return _accept(version, "deadsnakes", f"python{version} from the deadsnakes PPA{note}.")
+
+    if version in shipped:
+        return _accept(version, "system", f"python{version} from the {where} archive.")
+    if version in ppa:
+        return _accept(
+            version,
+            "deadsnakes",
+            f"python{version} from the deadsnakes PPA ({where} ships {_shipped(shipped)}).",
+        )
+    if not known:
+        return _refuse(
+            f"tpu_python_version '{version}': the python role does not know what {where} "
+            "ships; set tpu_python_source to 'system' (the archive has the version) or "
+            "'deadsnakes' (Ubuntu only) to choose yourself."
+        )
+    return _refuse(
+        f"tpu_python_version '{version}' is not available on {where}: "
+        f"{_alternatives(distribution, release)}."
+    )
+
+
+class FilterModule:
+    """The python_source filter."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"python_source": python_source}

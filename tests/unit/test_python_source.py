@@ -1,0 +1,101 @@
+"""The python_source filter: where a worker gets Python X.Y from.
+
+Exercised: the decision for Ubuntu 20.04/22.04/24.04 and Debian 11/12/13 from the filter's
+tables, forced sources, unknown releases and distributions, and the refusal messages. Not
+exercised here: whether the archives and the deadsnakes PPA really publish those packages today
+(no Ubuntu mirror is reachable from the test machines); the tables are the claim under test.
+"""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.cloudtpu.pod.plugins.filter.python_source import (
+    FilterModule,
+    python_source,
+)
+
+ACCEPTED = [
+    # version, distribution, release, source
+    ("3.10", "Ubuntu", "22.04", "system"),  # current TPU VM images
+    ("3.11", "Ubuntu", "22.04", "system"),  # universe
+    ("3.12", "Ubuntu", "22.04", "deadsnakes"),
+    ("3.10", "Ubuntu", "20.04", "deadsnakes"),  # old TPU VM images
+    ("3.8", "Ubuntu", "20.04", "system"),
+    ("3.9", "Ubuntu", "20.04", "system"),
+    ("3.10", "Ubuntu", "24.04", "deadsnakes"),
+    ("3.12", "Ubuntu", "24.04", "system"),
+    ("3.11", "Debian", "12", "system"),
+    ("3.11", "Debian", "12.7", "system"),  # Debian's point releases count as the major
+    ("3.9", "Debian", "11", "system"),
+    ("3.13", "Debian", "13", "system"),
+]
+
+
+@pytest.mark.parametrize(("version", "dist", "release", "source"), ACCEPTED)
+def test_accepted_sources(version, dist, release, source):
+    got = python_source(version, dist, release)
+    assert got["ok"], got
+    assert got["source"] == source, got
+    assert got["packages"] == [f"python{version}", f"python{version}-venv", f"python{version}-dev"]
+    assert got["interpreter"] == f"/usr/bin/python{version}"
+    assert f"python{version}" in got["message"]
+
+
+REFUSED = [
+    # version, distribution, release, prefer, words the message must contain
+    ("3.10", "Debian", "12", "auto", ["'3.10'", "Debian 12 ships python3.11", "'3.11'"]),
+    ("3.10", "Debian", "12.7", "auto", ["Debian 12 ships python3.11"]),
+    ("3.12", "Debian", "11", "auto", ["Debian 11 ships python3.9", "'3.9'"]),
+    ("3.15", "Ubuntu", "22.04", "auto", ["'3.15'", "Ubuntu 22.04 ships python3.10", "3.13"]),
+    ("3.12", "Ubuntu", "24.04", "deadsnakes", None),  # accepted: forced, see below
+    ("3.10", "Ubuntu", "26.04", "auto", ["does not know", "Ubuntu 26.04", "tpu_python_source"]),
+    ("3.10", "CentOS", "9", "auto", ["CentOS 9", "Ubuntu", "Debian"]),
+    ("3.10", "Debian", "12", "deadsnakes", ["not Ubuntu", "'3.11'"]),
+    ("3.10", "Debian", "12", "system", ["tpu_python_source 'system'", "python3.11"]),
+    ("3.12", "Ubuntu", "22.04", "system", ["tpu_python_source 'system'", "python3.10"]),
+    ("3.1", "Ubuntu", "22.04", "auto", ["'3.1'", "unquoted 3.10"]),
+    ("3.1O", "Ubuntu", "22.04", "auto", ["'3.1O'", "major.minor"]),
+    ("python3.10", "Ubuntu", "22.04", "auto", ["'python3.10'", "major.minor"]),
+    ("3.10", "Ubuntu", "22.04", "conda", ["tpu_python_source", "'conda'"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("version", "dist", "release", "prefer", "words"),
+    [r for r in REFUSED if r[4] is not None],
+)
+def test_refusals_say_what_would_work(version, dist, release, prefer, words):
+    got = python_source(version, dist, release, prefer)
+    assert not got["ok"], got
+    assert got["source"] == "" and got["packages"] == []
+    for word in words:
+        assert word in got["message"], f"{word!r} not in: {got['message']}"
+
+
+@pytest.mark.parametrize(
+    ("version", "dist", "release", "prefer", "source"),
+    [
+        ("3.12", "Ubuntu", "24.04", "deadsnakes", "deadsnakes"),  # forced, even if listed
+        ("3.10", "Ubuntu", "26.04", "system", "system"),  # unknown release: trusted
+        ("3.14", "Ubuntu", "26.04", "deadsnakes", "deadsnakes"),
+        ("3.13", "Debian", "trixie/sid", "system", "system"),
+    ],
+)
+def test_forced_sources(version, dist, release, prefer, source):
+    got = python_source(version, dist, release, prefer)
+    assert got["ok"] and got["source"] == source, got
+
+
+def test_unknown_release_says_it_was_trusted():
+    got = python_source("3.10", "Ubuntu", "26.04", "system")
+    assert "not in the role's table" in got["message"], got
+
+
+def test_a_number_is_read_as_its_string():
+    # An unquoted 3.10 in YAML arrives as the float 3.1: refused, with the hint.
+    got = python_source(3.1, "Ubuntu", "22.04")
+    assert not got["ok"] and "unquoted 3.10" in got["message"], got
+
+
+def test_the_filter_is_registered():
+    assert FilterModule().filters()["python_source"] is python_source
