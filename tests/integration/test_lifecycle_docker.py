@@ -6,7 +6,8 @@ provision a v4-16 (two workers) -> provision again (changed=0) -> the inventory 
 workers -> ansible reaches both as the login user, with sudo -> the node is preempted (containers
 stopped) -> recover.yml recreates it and bootstraps it (site.yml limited to the node, only its
 always-tagged preflight plays: tpu_recover_bootstrap_tags=preflight, to keep the test short) ->
-the new workers answer -> teardown.yml refuses without confirmation, then removes the containers
+the new workers answer -> a maintenance event restarts them (addresses read again) ->
+teardown.yml refuses without confirmation, then removes the containers
 and the node's network.
 
 Skipped, with the reason printed, only when no Docker daemon answers.
@@ -298,6 +299,38 @@ def test_provision_preempt_recover_teardown(emulator: EmulatorCli, ssh: dict[str
         ),
     )
     assert again.returncode == 0 and again.stdout.count('"ping": "pong"') == 2, again.tail()
+
+    # a maintenance event restarts the workers; the API reports unhealthy, then healthy with the
+    # addresses read again, and the inventory still leads to both workers.
+    booted = {n: docker("inspect", "--format", "{{.State.StartedAt}}", n) for n in renewed}
+    node = emulator.admin("POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:maintenance")
+    assert node["health"] == "UNHEALTHY_MAINTENANCE", node
+    deadline = time.monotonic() + 120
+    while emulator.node(NODE).get("health") != "HEALTHY" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert emulator.node(NODE)["health"] == "HEALTHY", emulator.node(NODE)
+    rebooted = {n: docker("inspect", "--format", "{{.State.StartedAt}}", n) for n in renewed}
+    assert all(rebooted[n] != booted[n] for n in renewed), (booted, rebooted)
+    endpoints = sorted(e["ipAddress"] for e in emulator.node(NODE)["networkEndpoints"])
+    assert endpoints == sorted(c["ip"] for c in containers(all_states=False).values())
+    after_maintenance = step(
+        "ansible ping after maintenance",
+        run(
+            [
+                str(BIN / "ansible"),
+                "-i",
+                "inventories/demo",
+                GROUP,
+                "-u",
+                "tpu",
+                "-m",
+                "ansible.builtin.ping",
+            ],
+            env,
+            300,
+        ),
+    )
+    assert after_maintenance.returncode == 0, after_maintenance.tail()
 
     # teardown: refused without confirmation, then everything is removed.
     refused = step("teardown unconfirmed", playbook("teardown.yml", env, *variables))

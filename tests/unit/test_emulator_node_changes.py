@@ -1,0 +1,191 @@
+"""Emulator behaviour the lifecycle modules rely on: node PATCH, multislice queued resources,
+maintenance events; and the Docker backend's readiness probe (no Docker needed here)."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.module_harness import PROJECT, TOKEN, ZONE, Api, serve
+from tools.tpu_emulator.backends import NodeInfo
+from tools.tpu_emulator.docker_backend import ssh_banner, tpu_vm_hostname
+
+tpu_api = importlib.import_module("ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api")
+PARENT = f"projects/{PROJECT}/locations/{ZONE}"
+
+
+@pytest.fixture
+def api() -> Iterator[Api]:
+    with serve(operation_delay=0.0) as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def client(api: Api) -> Any:
+    return tpu_api.TpuClient.from_params(
+        {"auth_kind": "accesstoken", "access_token": TOKEN}, base_url=api.url, retries=1
+    )
+
+
+def make_node(client: Any, name: str = "pod-a", accel: str = "v4-16") -> dict[str, Any]:
+    body = {
+        "acceleratorType": accel,
+        "runtimeVersion": "tpu-ubuntu2204-base",
+        "networkConfig": {"enableExternalIps": True},
+        "labels": {"team": "vision"},
+    }
+    client.wait_operation(client.create_node(PROJECT, ZONE, name, body), poll=0.02)
+    return client.get_node(PROJECT, ZONE, name)
+
+
+def test_patch_changes_only_the_masked_fields(client: Any) -> None:
+    make_node(client)
+    operation = client.update_node(
+        PROJECT, ZONE, "pod-a", {"labels": {"team": "audio"}, "description": "x"}, ["labels"]
+    )
+    done = client.wait_operation(operation, poll=0.02)
+    assert done["metadata"]["verb"] == "update"
+    node = client.get_node(PROJECT, ZONE, "pod-a")
+    assert node["labels"] == {"team": "audio"}
+    assert "description" not in node
+
+
+def test_patch_refuses_fields_the_api_cannot_change(client: Any) -> None:
+    make_node(client)
+    with pytest.raises(tpu_api.TpuApiError) as caught:
+        client.update_node(PROJECT, ZONE, "pod-a", {"runtimeVersion": "x"}, ["runtimeVersion"])
+    assert caught.value.status == 400
+    assert "runtimeVersion cannot be updated" in caught.value.api_message
+
+
+def test_patch_without_a_mask_is_refused(client: Any) -> None:
+    make_node(client)
+    with pytest.raises(tpu_api.TpuApiError) as caught:
+        client.update_node(PROJECT, ZONE, "pod-a", {"labels": {}}, [])
+    assert "update_mask" in caught.value.api_message
+
+
+def queued(client: Any, spec: dict[str, Any], qr_id: str = "qr") -> None:
+    node = {"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base"}
+    body = {"tpu": {"nodeSpec": [dict(spec, parent=PARENT, node=node)]}}
+    client.wait_operation(client.create_queued_resource(PROJECT, ZONE, qr_id, body), poll=0.02)
+
+
+def wait_active(client: Any, qr_id: str = "qr") -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        qr = client.get_queued_resource(PROJECT, ZONE, qr_id)
+        if qr["state"]["state"] == "ACTIVE":
+            return qr
+        time.sleep(0.02)
+    raise AssertionError(f"{qr_id} is {qr['state']}")
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"nodeCount": 2, "nodeIdPrefix": "ms"}, ["ms-0", "ms-1"]),
+        ({"nodeCount": 3}, ["qr-0", "qr-1", "qr-2"]),
+    ],
+)
+def test_multislice_params_create_prefixed_nodes(
+    client: Any, params: dict[str, Any], expected: list[str]
+) -> None:
+    queued(client, {"multisliceParams": params})
+    qr = wait_active(client)
+    assert qr["tpu"]["nodeSpec"][0]["multisliceParams"] == params
+    nodes, _ = client.list_nodes(PROJECT, ZONE)
+    assert sorted(n["name"].rsplit("/", 1)[-1] for n in nodes) == expected
+    assert all(n["queuedResource"].endswith("/queuedResources/qr") for n in nodes)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"multisliceParams": {"nodeCount": 1}}, "greater than 1"),
+        ({"nodeId": "x", "multisliceParams": {"nodeCount": 2}}, "mutually exclusive"),
+    ],
+)
+def test_bad_multislice_requests_are_refused(
+    client: Any, spec: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(tpu_api.TpuApiError) as caught:
+        queued(client, spec)
+    assert caught.value.status == 400
+    assert message in caught.value.api_message
+
+
+def test_maintenance_reports_unhealthy_then_reads_addresses_again(api: Api, client: Any) -> None:
+    before = make_node(client)
+    node = api.admin("POST", f"{PARENT}/nodes/pod-a:maintenance")
+    assert node["health"] == "UNHEALTHY_MAINTENANCE"
+    deadline = time.monotonic() + 10
+    while client.get_node(PROJECT, ZONE, "pod-a").get("health") != "HEALTHY":
+        assert time.monotonic() < deadline, "maintenance never ended"
+        time.sleep(0.02)
+    after = client.get_node(PROJECT, ZONE, "pod-a")
+    old = [e["accessConfig"]["externalIp"] for e in before["networkEndpoints"]]
+    new = [e["accessConfig"]["externalIp"] for e in after["networkEndpoints"]]
+    # The in-memory backend keeps internal addresses and hands out new external ones, as a
+    # maintenance event may do on the real service.
+    assert [e["ipAddress"] for e in after["networkEndpoints"]] == [
+        e["ipAddress"] for e in before["networkEndpoints"]
+    ]
+    assert set(old).isdisjoint(new), (old, new)
+
+
+def test_maintenance_needs_a_ready_node(api: Api, client: Any) -> None:
+    make_node(client)
+    api.admin("POST", f"{PARENT}/nodes/pod-a:preempt")
+    with pytest.raises(OSError, match="400"):
+        api.admin("POST", f"{PARENT}/nodes/pod-a:maintenance")
+
+
+def test_worker_host_names_look_like_tpu_vms() -> None:
+    info = NodeInfo(PROJECT, ZONE, "pod-a", "v4-16", 2, True)
+    names = [tpu_vm_hostname(info, i) for i in range(2)]
+    assert all(re.fullmatch(r"t1v-n-[0-9a-f]{8}-w-[01]", n) for n in names), names
+    assert names[0][:-1] == names[1][:-1]
+    other = NodeInfo(PROJECT, ZONE, "pod-b", "v4-16", 2, True)
+    assert tpu_vm_hostname(other, 0) != names[0]
+
+
+def serve_once(greeting: bytes) -> int:
+    """A TCP server on a free port that sends ``greeting`` to one client."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(greeting)
+        listener.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    return listener.getsockname()[1]
+
+
+def test_ssh_banner_is_read_from_an_ssh_server() -> None:
+    port = serve_once(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")
+    assert ssh_banner("127.0.0.1", port) == "SSH-2.0-OpenSSH_9.2p1 Debian-2"
+
+
+def test_something_else_on_the_port_is_not_ready() -> None:
+    port = serve_once(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+    assert ssh_banner("127.0.0.1", port) == ""
+
+
+def test_a_closed_port_is_not_ready() -> None:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    assert ssh_banner("127.0.0.1", port, timeout=0.5) == ""

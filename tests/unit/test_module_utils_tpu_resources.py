@@ -1,0 +1,159 @@
+"""Pure functions of plugins/module_utils/tpu_resources.py: specs, differences, filters."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+
+from tests.module_harness import REPO
+
+# tests.module_harness installs the collection loader that makes ansible_collections importable.
+r = importlib.import_module("ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources")
+assert REPO.joinpath("plugins", "module_utils", "tpu_resources.py").samefile(r.__file__)
+
+NODE: dict[str, Any] = {
+    "name": "projects/p/locations/us-central2-b/nodes/pod-a",
+    "acceleratorType": "v4-16",
+    "runtimeVersion": "tpu-ubuntu2204-base",
+    "networkConfig": {
+        "network": "projects/p/global/networks/default",
+        "subnetwork": "projects/p/regions/us-central2/subnetworks/default",
+        "enableExternalIps": True,
+    },
+    "schedulingConfig": {"spot": True},
+    "serviceAccount": {"email": "sa@p.iam.gserviceaccount.com", "scope": ["a", "b"]},
+    "labels": {"team": "vision"},
+    "metadata": {"ssh-keys": "tpu:ssh-ed25519 AAAA k"},
+    "tags": ["tpu", "ssh"],
+    "networkEndpoints": [
+        {"ipAddress": "10.0.0.2", "accessConfig": {"externalIp": "203.0.113.2"}},
+        {"ipAddress": "10.0.0.3"},
+    ],
+    "state": "READY",
+}
+
+SAME = [
+    {},
+    {"accelerator_type": "V4-16"},
+    {"network": "default", "subnetwork": "default"},
+    {"network": "projects/p/global/networks/default"},
+    {"tags": ["ssh", "tpu"]},
+    {"spot": True, "preemptible": False, "reserved": False, "enable_external_ips": True},
+    {"service_account": {"email": None, "scopes": ["b", "a"]}},
+    {"labels": {"team": "vision"}, "metadata": {"ssh-keys": "tpu:ssh-ed25519 AAAA k"}},
+]
+
+
+@pytest.mark.parametrize("wanted", SAME, ids=[str(w) for w in SAME])
+def test_equivalent_specs_have_no_difference(wanted: dict[str, Any]) -> None:
+    assert r.spec_differences(wanted, NODE) == []
+
+
+DIFFERENT = [
+    ({"accelerator_type": "v4-8"}, "accelerator_type", "v4-16", "v4-8", False),
+    ({"runtime_version": "v2-alpha"}, "runtime_version", "tpu-ubuntu2204-base", "v2-alpha", False),
+    ({"network": "other"}, "network", "projects/p/global/networks/default", "other", False),
+    ({"enable_external_ips": False}, "enable_external_ips", True, False, False),
+    ({"spot": False}, "spot", True, False, False),
+    ({"reserved": True}, "reserved", False, True, False),
+    (
+        {"service_account": {"email": "x@y"}},
+        "service_account.email",
+        "sa@p.iam.gserviceaccount.com",
+        "x@y",
+        False,
+    ),
+    ({"labels": {}}, "labels", {"team": "vision"}, {}, True),
+    ({"labels": {"team": 7}}, "labels", {"team": "vision"}, {"team": "7"}, True),
+    (
+        {"metadata": {"startup-script": "x"}},
+        "metadata",
+        NODE["metadata"],
+        {"startup-script": "x"},
+        True,
+    ),
+    ({"tags": ["tpu"]}, "tags", ["tpu", "ssh"], ["tpu"], True),
+    ({"description": "pod"}, "description", "", "pod", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("wanted", "field", "current", "want", "mutable"), DIFFERENT, ids=[d[1] for d in DIFFERENT]
+)
+def test_each_difference_is_named_with_both_values(
+    wanted: dict[str, Any], field: str, current: Any, want: Any, mutable: bool
+) -> None:
+    assert r.spec_differences(wanted, NODE) == [
+        {"field": field, "current": current, "wanted": want, "mutable": mutable}
+    ]
+
+
+def test_body_and_spec_round_trip() -> None:
+    spec = r.node_spec(NODE)
+    body = r.node_body(spec)
+    assert body["acceleratorType"] == "v4-16"
+    assert body["networkConfig"]["enableExternalIps"] is True
+    assert body["schedulingConfig"] == {"spot": True}
+    assert body["serviceAccount"] == {"email": "sa@p.iam.gserviceaccount.com", "scope": ["a", "b"]}
+    assert r.spec_differences(spec, NODE) == []
+
+
+def test_body_leaves_out_unset_options() -> None:
+    assert r.node_body({"accelerator_type": "v4-8", "spot": False, "labels": None}) == {
+        "acceleratorType": "v4-8"
+    }
+
+
+def test_workers_have_both_addresses_or_none() -> None:
+    assert r.node_workers(NODE) == [
+        {"worker_id": 0, "internal_ip": "10.0.0.2", "external_ip": "203.0.113.2"},
+        {"worker_id": 1, "internal_ip": "10.0.0.3", "external_ip": None},
+    ]
+
+
+def test_describe_differences_lists_fields_and_values() -> None:
+    text = r.describe_differences(r.spec_differences({"accelerator_type": "v4-8"}, NODE))
+    assert text == "accelerator_type: 'v4-16' -> 'v4-8'"
+
+
+@pytest.mark.parametrize(
+    ("qr_id", "node_id", "count", "prefix", "expected"),
+    [
+        ("qr", None, 1, None, ["qr"]),
+        ("qr", "n", 1, "ignored", ["n"]),
+        ("qr", None, 3, None, ["qr-0", "qr-1", "qr-2"]),
+        ("qr", None, 2, "ms", ["ms-0", "ms-1"]),
+    ],
+)
+def test_multislice_node_ids(
+    qr_id: str, node_id: str | None, count: int, prefix: str | None, expected: list[str]
+) -> None:
+    assert r.multislice_node_ids(qr_id, node_id, count, prefix) == expected
+
+
+def test_queued_resource_state_explains_a_failure() -> None:
+    qr = {"state": {"state": "FAILED", "failedData": {"error": {"message": "no quota"}}}}
+    assert r.queued_resource_state(qr) == ("FAILED", "no quota")
+
+
+FILTER_CASES = [
+    {"states": ["ready"]},
+    {"states": ["PREEMPTED"]},
+    {"labels": {"team": "v*"}},
+    {"labels": {"owner": "*"}},
+    {"accelerator_types": ["v4-*"]},
+    {"accelerator_types": ["v5*"]},
+    {"names": ["pod-?"]},
+    {"names": ["dev-*"]},
+]
+
+
+@pytest.mark.parametrize("filters", FILTER_CASES, ids=[str(f) for f in FILTER_CASES])
+def test_node_matches_agrees_with_the_inventory_plugin(filters: dict[str, Any]) -> None:
+    from ansible_collections.cloudtpu.pod.plugins.inventory import tpu_vm
+
+    full = {"states": [], "labels": {}, "accelerator_types": [], "names": []}
+    full.update(filters)
+    assert r.node_matches(NODE, **full) == tpu_vm.node_matches(NODE, **full)
