@@ -1,0 +1,195 @@
+"""nfs refuses bad input before it changes anything, naming the variable and the value.
+
+The role runs in check mode on the control machine as a one-worker pod that serves itself
+(tpu_nfs_server_host: localhost), so that the checks after the server lookup are reached too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests import role_runner
+from tests.integration.playbook_helpers import (
+    LOCAL_PYTHON,
+    error_text,
+    playbook_env,
+    run_playbook,
+)
+from tests.role_runner import run_role
+
+# The value the role must refuse as a worker address (not an address anything binds to).
+ANY_ADDRESS = "0.0.0.0"  # noqa: S104
+SELF_SERVED = {**LOCAL_PYTHON, "tpu_nfs_server_host": "localhost", "tpu_node": "p1"}
+
+
+@pytest.fixture(autouse=True)
+def _ansible_env(monkeypatch):
+    monkeypatch.setattr(role_runner, "ansible_env", playbook_env)
+
+
+CASES = [
+    # id, variables, hostvars (None: self-served), variable to name, value to show
+    ("export-to-star", {"tpu_nfs_export_cidrs": ["*"]}, None, "tpu_nfs_export_cidrs", "'*'"),
+    (
+        "export-to-world",
+        {"tpu_nfs_export_cidrs": ["10.0.0.0/8", "0.0.0.0/0"]},
+        None,
+        "tpu_nfs_export_cidrs",
+        "0.0.0.0/0",
+    ),
+    (
+        "export-to-world-v6",
+        {"tpu_nfs_export_cidrs": ["::/0"]},
+        None,
+        "tpu_nfs_export_cidrs",
+        "::/0",
+    ),
+    (
+        "export-prefix-0",
+        {"tpu_nfs_export_cidrs": ["10.1.2.3/0"]},
+        None,
+        "tpu_nfs_export_cidrs",
+        "10.1.2.3/0",
+    ),
+    (
+        "export-bad-octet",
+        {"tpu_nfs_export_cidrs": ["10.0.0.300/24"]},
+        None,
+        "tpu_nfs_export_cidrs",
+        "10.0.0.300/24",
+    ),
+    (
+        "export-hostname-glob",
+        {"tpu_nfs_export_cidrs": ["*.internal"]},
+        None,
+        "tpu_nfs_export_cidrs",
+        "*.internal",
+    ),
+    (
+        "export-not-a-list",
+        {"tpu_nfs_export_cidrs": {"net": "10.0.0.0/8"}},
+        None,
+        "tpu_nfs_export_cidrs",
+        "dict",
+    ),
+    ("relative-export", {"tpu_nfs_export_path": "srv/nfs"}, None, "tpu_nfs_export_path", "srv/nfs"),
+    ("export-root", {"tpu_nfs_export_path": "/"}, None, "tpu_nfs_export_path", "'/'"),
+    (
+        "relative-mount",
+        {"tpu_nfs_mount_point": "mnt/shared"},
+        None,
+        "tpu_nfs_mount_point",
+        "mnt/shared",
+    ),
+    (
+        "dotdot-share",
+        {"tpu_nfs_backend": "ganesha", "tpu_nfs_share_path": "/srv/../etc"},
+        None,
+        "tpu_nfs_share_path",
+        "/srv/../etc",
+    ),
+    (
+        "space-in-path",
+        {"tpu_nfs_mount_point": "/mnt/my share"},
+        None,
+        "tpu_nfs_mount_point",
+        "/mnt/my share",
+    ),
+    ("kernel-pseudo", {"tpu_nfs_share_path": "/shared"}, None, "tpu_nfs_share_path", "/shared"),
+    ("unknown-backend", {"tpu_nfs_backend": "nfsd"}, None, "tpu_nfs_backend", "nfsd"),
+    ("world-writable", {"tpu_nfs_mode": "0777"}, None, "tpu_nfs_mode", "0777"),
+    ("mode-not-octal", {"tpu_nfs_mode": "rwxrwx---"}, None, "tpu_nfs_mode", "rwxrwx---"),
+    ("mount-switch", {"tpu_nfs_mount": "sometimes"}, None, "tpu_nfs_mount", "sometimes"),
+    ("start-switch", {"tpu_nfs_server_start": "maybe"}, None, "tpu_nfs_server_start", "maybe"),
+    (
+        "no-nofail",
+        {"tpu_nfs_mount_options": ["_netdev", "hard"]},
+        None,
+        "tpu_nfs_mount_options",
+        "hard",
+    ),
+    (
+        "nfs-v3",
+        {"tpu_nfs_mount_options": ["_netdev", "nofail", "nfsvers=3"]},
+        None,
+        "tpu_nfs_mount_options",
+        "nfsvers=3",
+    ),
+    ("read-only-type", {"tpu_nfs_read_only": "perhaps"}, None, "tpu_nfs_read_only", "perhaps"),
+    ("squash-choice", {"tpu_nfs_squash": "squash_all"}, None, "tpu_nfs_squash", "squash_all"),
+    ("bad-owner-name", {"tpu_nfs_owner": "Bad User"}, None, "tpu_nfs_owner", "Bad User"),
+    ("missing-owner", {"tpu_nfs_owner": "nosuchuser-x9"}, None, "tpu_nfs_owner", "nosuchuser-x9"),
+    (
+        "external-glob",
+        {"tpu_nfs_external_server": "*.example.com"},
+        None,
+        "tpu_nfs_external_server",
+        "*.example.com",
+    ),
+    ("no-server", {}, {**LOCAL_PYTHON, "tpu_node": "p1"}, "tpu_nfs_server_host", "'p1'"),
+    (
+        "unknown-server",
+        {"tpu_nfs_server_host": "ghost-w0"},
+        LOCAL_PYTHON,
+        "tpu_nfs_server_host",
+        "ghost-w0",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "hostvars", "variable", "value"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_bad_input_is_refused(extra, hostvars, variable, value):
+    result = run_role("nfs", extra, hostvars=SELF_SERVED if hostvars is None else hostvars)
+    out = result.stdout + result.stderr
+    error = error_text(out)
+    assert result.returncode != 0, f"accepted {extra}:\n{out}"
+    assert variable in error, f"the error does not name {variable}:\n{error or out}"
+    assert value in error, f"the error does not show the value {value!r}:\n{error or out}"
+    # Refused before the first change: no package task ran.
+    assert "Install the NFS client tools" not in out, out
+    assert "Install nfs-ganesha" not in out and "Install the kernel NFS server" not in out, out
+
+
+@pytest.mark.parametrize("address", [ANY_ADDRESS, "*", "::"])
+def test_worker_address_that_opens_the_share_to_everyone_is_refused(tmp_path: Path, address):
+    """The exports come from the inventory: a worker whose address is a wildcard is refused."""
+    inventory = {
+        "tpu": {
+            "hosts": {
+                "localhost": {
+                    "ansible_connection": "local",
+                    "tpu_node": "p1",
+                    "tpu_worker_id": 0,
+                    "tpu_internal_ip": "10.128.0.2",
+                    **LOCAL_PYTHON,
+                },
+                "p1-w1": {"tpu_node": "p1", "tpu_worker_id": 1, "tpu_internal_ip": address},
+                "p2-w0": {"tpu_node": "p2", "tpu_worker_id": 0, "tpu_internal_ip": "10.9.9.9"},
+            }
+        },
+        "tpu_coordinator": {"hosts": {"localhost": {}, "p2-w0": {}}},
+    }
+    (tmp_path / "inventory.yml").write_text(json.dumps(inventory))
+    play = [
+        {
+            "name": "nfs on the coordinator only",
+            "hosts": "localhost",
+            "gather_facts": True,
+            "roles": [{"role": "cloudtpu.pod.nfs"}],
+        }
+    ]
+    (tmp_path / "play.yml").write_text(json.dumps(play))
+    result = run_playbook(tmp_path / "play.yml", tmp_path / "inventory.yml", "--check")
+    out = result.stdout + result.stderr
+    error = error_text(out)
+    assert result.returncode != 0, f"accepted a worker address {address!r}:\n{out}"
+    assert "tpu_internal_ip" in error and "tpu_nfs_export_cidrs" in error, error or out
+    assert f"'{address}'" in error, error or out
+    # The other pod's worker is not part of this pod's exports.
+    assert "10.9.9.9" not in error, error
+    assert "Install the NFS client tools" not in out, out
