@@ -176,7 +176,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--zones", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--page-size", type=int, default=500, help="the plugin's default")
     parser.add_argument(
         "--latency", type=float, default=0.05, help="seconds added per request in the second pair"
