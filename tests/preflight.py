@@ -53,4 +53,19 @@ def assert_refused(role: str, variable: str, value: object, shown: str) -> str:
     assert shown in output, f"the refusal does not show the value {shown!r}:\n{output[-3000:]}"
     changed = [line for line in output.splitlines() if line.startswith("changed:")]
     assert not changed, f"{role} changed something before refusing: {changed}"
+    failed_task = _failed_task(output)
+    assert "Validating arguments against arg spec" in failed_task or (
+        f"roles/{role}/tasks/preflight.yml" in output
+    ), f"refused outside the argument spec and preflight.yml: {failed_task}\n{output[-3000:]}"
     return output
+
+
+def _failed_task(output: str) -> str:
+    """The header of the task that failed first."""
+    task = ""
+    for line in output.splitlines():
+        if line.startswith("TASK ["):
+            task = line
+        elif line.startswith(("fatal:", "failed:")):
+            return task
+    return task

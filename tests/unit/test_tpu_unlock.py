@@ -364,10 +364,31 @@ def test_unreadable_processes_keep_the_lock(
     assert pod.locks[0].exists()
 
 
+def test_unreadable_descriptor_links_keep_the_lock(
+    pod: Pod, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Root without CAP_SYS_PTRACE lists /proc/<pid>/fd but cannot read the links: keep."""
+    pod.stale()
+    child = pod.hold()
+    real_readlink = os.readlink
+
+    def readlink(path: str, *args: object, **kwargs: object) -> str:
+        if f"/{child.pid}/fd/" in str(path):
+            raise PermissionError(13, "Permission denied", path)
+        return real_readlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(tpu_unlock.os, "readlink", readlink)
+    code = tpu_unlock.main(pod.args("--json"))
+    out = json.loads(capsys.readouterr().out)
+    assert code == 4, out
+    assert child.pid in out["unreadable"] and out["removed"] == [], out
+    assert pod.locks[0].exists()
+
+
 @pytest.mark.parametrize(
     "argv",
-    [["--grace", "-1"], ["--grace", "soon"], ["--user", "tpu"], ["--bogus"]],
-    ids=["negative-grace", "grace-not-a-number", "user-without-kill", "unknown-flag"],
+    [["--grace", "-1"], ["--grace", "soon"], ["--user", "tpu"], ["--bogus"], ["--log-dir", "/"]],
+    ids=["negative-grace", "grace-not-a-number", "user-without-kill", "unknown-flag", "root-logs"],
 )
 def test_usage_errors(pod: Pod, argv: list[str]) -> None:
     result = pod.run(*argv)
@@ -383,3 +404,12 @@ def test_symlinked_log_dir_is_unlinked_not_followed(pod: Pod, tmp_path: Path) ->
     code, out = pod.run_json()
     assert code == 0, out
     assert not pod.log_dir.is_symlink() and (precious / "keep.txt").exists(), out
+
+
+def test_a_lock_path_that_is_a_folder_is_left_alone(pod: Pod) -> None:
+    pod.locks[0].mkdir()
+    (pod.locks[0] / "inside").write_text("x\n")
+    code, out = pod.run_json()
+    assert code == 1, out
+    assert (pod.locks[0] / "inside").exists(), "a folder given as lock file was removed"
+    assert any("is a folder" in error for error in out["errors"]), out

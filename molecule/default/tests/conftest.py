@@ -1,8 +1,9 @@
 """Helpers for the default scenario's tests: SSH logins as the login user, re-converging.
 
 The tests run in file order: test_default.py checks what converge left; test_modes.py then
-re-converges with other modes (framework, then restore) and checks each. After a verify run
-the worker is in the restored state: converge again before verifying again.
+re-converges with other modes (framework, then restore) and checks each; test_reset.py runs
+playbooks/reset.yml. After a verify run the worker is in the restored state: converge again
+before verifying again.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import pytest
 LIBRARY = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
 ORIGINAL_LINE = f'LD_PRELOAD="{LIBRARY}"'
 MARKER = "# cloudtpu.pod tcmalloc disabled: "
-# Paths inside the test container: libtpu's fixed ones, and a folder of fake TPU devices.
+# libtpu's fixed paths, inside the test container.
 LOCK = "/tmp/libtpu_lockfile"  # noqa: S108
 LOGS = "/tmp/tpu_logs"  # noqa: S108
-FAKE_DEVICES = "/tmp/fakedev"  # noqa: S108
+# A stand-in TPU device: a plain file where a v4 worker has its first device. The container's
+# /dev is its own tmpfs, so nothing outside the container is touched.
+DEVICE = "/dev/accel0"
 SSH = (
     "ssh -i /root/.ssh/id_ed25519 -o BatchMode=yes -o StrictHostKeyChecking=accept-new "
     "-o ConnectTimeout=10 tpu@127.0.0.1"
@@ -35,15 +38,29 @@ def login(host, command: str) -> str:
     return result.stdout
 
 
+_RUNS: dict[tuple, subprocess.CompletedProcess[str]] = {}
+
+
 def converge(**extra_vars: str) -> subprocess.CompletedProcess[str]:
-    """Run the scenario's converge.yml again with extra variables (molecule's inventory)."""
+    """Run the scenario's converge.yml again with extra variables (molecule's inventory).
+
+    Callers run the same variables twice on purpose (idempotence), so results are not cached;
+    a failed run is remembered, so that the tests depending on it fail at once.
+    """
+    key = tuple(sorted(extra_vars.items()))
+    failed = _RUNS.get(key)
+    if failed is not None:
+        pytest.fail(f"converge with {extra_vars} failed before:\n{failed.stdout[-3000:]}")
     scenario = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
     cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"]]
-    for key, value in extra_vars.items():
-        cmd += ["-e", f"{key}={value}"]
+    for name, value in extra_vars.items():
+        cmd += ["-e", f"{name}={value}"]
     cmd.append(str(scenario / "converge.yml"))
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
-    assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout[-4000:]}"
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False)
+    if result.returncode != 0:
+        _RUNS[key] = result
+        pytest.fail(f"{' '.join(cmd)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
     return result
 
 
@@ -65,6 +82,15 @@ def changed_tasks(result: subprocess.CompletedProcess[str]) -> list[str]:
     return tasks
 
 
-@pytest.fixture(scope="session")
-def ssh_login():
-    return login
+@pytest.fixture
+def device_holder(host):
+    """A Python program of the user tpu holding the stand-in TPU device open, and a lock file."""
+    host.run_test(f"touch {DEVICE} && chmod 0644 {DEVICE} && touch {LOCK}")
+    holder = f"import time; device = open('{DEVICE}'); time.sleep(600)"
+    host.run_test(
+        f"runuser -u tpu -- setsid python3 -c {shlex.quote(holder)} </dev/null >/dev/null 2>&1 &"
+    )
+    pid = host.run_test("sleep 1; pgrep -u tpu -f 'time.sleep.600'").stdout.split()[0]
+    yield int(pid)
+    host.run(f"kill -9 {pid}")
+    host.run(f"rm -rf {DEVICE} {LOCK}")
