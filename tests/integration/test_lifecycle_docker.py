@@ -2,7 +2,8 @@
 TPU worker a systemd+sshd container, and the playbooks reach them over SSH with host key checking
 on (a fresh known_hosts file, StrictHostKeyChecking=accept-new).
 
-provision a v4-16 (two workers) -> provision again (changed=0) -> the inventory shows both
+provision a v4-16 (two workers) -> provision again (changed=0) -> add a user's key to the
+ssh-keys metadata (patched in place, the running workers accept it) -> the inventory shows both
 workers -> ansible reaches both as the login user, with sudo -> the node is preempted (containers
 stopped) -> recover.yml recreates it and bootstraps it (site.yml limited to the node, only its
 always-tagged preflight plays: tpu_recover_bootstrap_tags=preflight, to keep the test short) ->
@@ -139,6 +140,7 @@ def ssh(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_provision_preempt_recover_teardown(emulator: EmulatorCli, ssh: dict[str, Path]) -> None:
     started = time.monotonic()
     known_hosts = ssh["known_hosts"]
+    pub = ssh["pub"].read_text().strip()
     env = ansible_env(
         emulator.api_url,
         ANSIBLE_PRIVATE_KEY_FILE=str(ssh["key"]),
@@ -183,6 +185,30 @@ def test_provision_preempt_recover_teardown(emulator: EmulatorCli, ssh: dict[str
     second = step("provision again", playbook("provision.yml", env, *variables))
     assert second.returncode == 0, second.tail(80)
     assert all(c["changed"] == 0 for c in second.recap().values()), second.recap()
+
+    # a second user's key added to the ssh-keys metadata is patched in place (no new node) and
+    # reaches the running workers, as the guest agent applies it on a TPU VM.
+    with_ana = [*variables, *extra_vars({"tpu_provision_metadata": {"ssh-keys": f"ana:{pub}"}})]
+    patched = step("provision with another user", playbook("provision.yml", env, *with_ana))
+    assert patched.returncode == 0, patched.tail(80)
+    assert patched.recap()["localhost"]["changed"] == 1, patched.recap()
+    assert {c["id"] for c in containers().values()} == {c["id"] for c in running.values()}
+    as_ana = run(
+        [
+            str(BIN / "ansible"),
+            "-i",
+            "inventories/demo",
+            GROUP,
+            "-u",
+            "ana",
+            "-m",
+            "ansible.builtin.ping",
+        ],
+        env,
+        300,
+    )
+    assert as_ana.returncode == 0 and as_ana.stdout.count('"ping": "pong"') == 2, as_ana.tail()
+    variables = with_ana
 
     # the inventory shows the two workers, at the containers' addresses.
     data = inventory(env)

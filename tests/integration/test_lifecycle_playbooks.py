@@ -134,6 +134,7 @@ def test_queued_resource_provision_is_idempotent_and_teardown_removes_it(
         "tpu_provision_method": "queued_resource",
         "tpu_provision_spot": True,
         "tpu_provision_accelerator_type": "v4-8",
+        "tpu_provision_metadata": {"ssh-keys": "ana:ssh-ed25519 AAAAana ana"},
     }
     first = playbook("provision.yml", env, *with_base(**values))
     assert first.returncode == 0, first.tail()
@@ -141,7 +142,9 @@ def test_queued_resource_provision_is_idempotent_and_teardown_removes_it(
     nodes = {name: emulator.node(name) for name in ("ms-0", "ms-1")}
     assert all(n and n["state"] == "READY" for n in nodes.values()), nodes
     assert all(n["schedulingConfig"].get("spot") for n in nodes.values()), nodes
-    assert all(f"tpu:{KEY}" in n["metadata"]["ssh-keys"] for n in nodes.values()), nodes
+    # One "user:key" line per user: the given ones, then the login user's.
+    expected_keys = ["ana:ssh-ed25519 AAAAana ana", f"tpu:{KEY}"]
+    assert all(n["metadata"]["ssh-keys"].splitlines() == expected_keys for n in nodes.values())
     groups = inventory(env)
     assert groups["tpu_node_ms_0"]["hosts"] == ["ms-0-w0"]
     assert groups["tpu_node_ms_1"]["hosts"] == ["ms-1-w0"]

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.module_harness import PROJECT, TOKEN, ZONE, Api, serve
-from tools.tpu_emulator.backends import NodeInfo
+from tests.module_harness import PROJECT, TOKEN, ZONE, Api, serve, state
+from tools.tpu_emulator import Emulator, EmulatorServer
+from tools.tpu_emulator.backends import InMemoryBackend, NodeInfo
 from tools.tpu_emulator.docker_backend import ssh_banner, tpu_vm_hostname
 
 tpu_api = importlib.import_module("ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api")
@@ -55,6 +56,29 @@ def test_patch_changes_only_the_masked_fields(client: Any) -> None:
     node = client.get_node(PROJECT, ZONE, "pod-a")
     assert node["labels"] == {"team": "audio"}
     assert "description" not in node
+
+
+def test_patched_metadata_reaches_the_backend() -> None:
+    seen: list[dict[str, str]] = []
+
+    class Recording(InMemoryBackend):
+        def update_metadata(self, node: NodeInfo) -> None:
+            seen.append(dict(node.metadata))
+
+    server = EmulatorServer(Emulator(state(), backend=Recording(), operation_delay=0.0)).start()
+    try:
+        client = tpu_api.TpuClient.from_params(
+            {"auth_kind": "accesstoken", "access_token": TOKEN}, base_url=server.api_url
+        )
+        make_node(client)
+        keys = {"ssh-keys": "ana:ssh-ed25519 AAAA ana"}
+        operation = client.update_node(PROJECT, ZONE, "pod-a", {"metadata": keys}, ["metadata"])
+        client.wait_operation(operation, poll=0.02)
+        labels = client.update_node(PROJECT, ZONE, "pod-a", {"labels": {}}, ["labels"])
+        client.wait_operation(labels, poll=0.02)
+    finally:
+        server.stop()
+    assert seen == [keys]
 
 
 def test_patch_refuses_fields_the_api_cannot_change(client: Any) -> None:

@@ -71,6 +71,9 @@ class Backend:
         """A maintenance event rebooted the workers; return their addresses, read again."""
         return self.start(node)
 
+    def update_metadata(self, node: NodeInfo) -> None:
+        """The node's metadata changed (``node.metadata`` is the new one), for running workers."""
+
     def close(self) -> None:
         """Release everything (called when the emulator shuts down)."""
 

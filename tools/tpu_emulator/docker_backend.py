@@ -12,7 +12,8 @@ machine reaches directly; with external IPs enabled the same address stands for 
 (a container has one address).
 
 Stopping or preempting a node stops its containers; a maintenance event restarts them and reads
-their addresses again; deleting removes the containers and the network. Everything is labelled
+their addresses again; new ssh-keys metadata (nodes.patch) is applied to running workers at once;
+deleting removes the containers and the network. Everything is labelled
 ``cloudtpu.emulator=<emulator id>``; the emulator removes its containers when it shuts down, and
 ``python -m tools.tpu_emulator.docker_backend cleanup`` removes leftovers.
 
@@ -288,6 +289,18 @@ class DockerBackend(Backend):
         containers = self.container_names(node)
         _docker("restart", *containers, timeout=120)
         return self._addresses(node, containers)
+
+    def update_metadata(self, node: NodeInfo) -> None:
+        """New ssh-keys reach running workers at once: the file is replaced and the accounts
+        script runs again (it adds users and keys; like the guest agent it needs no reboot)."""
+        running = [c for c in self.container_names(node) if self._running(c)]
+        if not running:
+            return
+        with tempfile.TemporaryDirectory(prefix="ctpu-keys-") as folder:
+            keys = self._ssh_keys_file(node, folder)
+            for container in running:
+                _docker("cp", str(keys), f"{container}:/etc/cloudtpu/ssh-keys")
+                _docker("exec", container, "/usr/local/sbin/cloudtpu-accounts")
 
     def delete(self, node: NodeInfo) -> None:
         self._remove(node)

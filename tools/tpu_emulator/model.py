@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import fnmatch
 import hashlib
 import json
@@ -1049,7 +1050,15 @@ class Emulator:
                     node[key] = value
             return {"@type": TYPE_PREFIX + "Node", **copy.deepcopy(node)}
 
-        self._run(op, lambda: None, apply)
+        def slow() -> None:
+            # Running workers pick up new metadata (ssh-keys) the way the guest agent does.
+            if "metadata" in changes:
+                info = self._node_info(project, zone, node)
+                self.backend.update_metadata(
+                    dataclasses.replace(info, metadata=dict(changes["metadata"] or {}))
+                )
+
+        self._run(op, slow, apply)
         return 200, copy.deepcopy(op)
 
 
