@@ -380,10 +380,14 @@ class NodeTask:
             " or ".join(states),
         )
 
-    def delete(self, node: dict[str, Any]) -> None:
+    def delete(self, node: dict[str, Any], wait: bool | None = None) -> None:
+        """Delete the node; ``wait`` (default: the wait option) waits until it is gone."""
+        wait = self.wait if wait is None else wait
         if node.get("state") != "DELETING":
-            self.finish(self.client.delete_node(self.project, self.zone, self.name))
-        if self.wait:
+            operation = self.client.delete_node(self.project, self.zone, self.name)
+            if wait:
+                self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
+        if wait:
             wait_node(
                 self.client,
                 self.project,
@@ -489,7 +493,7 @@ class NodeTask:
                 if value is not None:
                     keep[field] = value
             self.wanted = keep
-            self.delete(node)
+            self.delete(node, wait=True)  # the name is free only once the old node is gone
             return self.create()
         mutable = [d["field"] for d in differences if d["mutable"]]
         if mutable:

@@ -101,6 +101,13 @@ def test_recreate_deletes_and_creates_with_the_new_spec(api: Api) -> None:
     assert len(result["workers"]) == 1
 
 
+def test_recreate_waits_for_the_deletion_even_without_wait(api: Api) -> None:
+    create(api)
+    result = create(api, accelerator_type="v4-8", recreate=True, wait=False)
+    assert result["recreated"] is True
+    assert api.node("pod-a")["acceleratorType"] == "v4-8"
+
+
 def test_labels_are_changed_in_place(api: Api) -> None:
     create(api)
     api.reset_calls()
