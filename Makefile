@@ -14,7 +14,7 @@ export ANSIBLE_NOCOLOR ?= true
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default
 
-.PHONY: help setup docker image lint unit integration sanity molecule test clean
+.PHONY: help setup docker image lint unit integration sanity molecule test clean bench-inventory emulator-clean
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -43,7 +43,7 @@ lint: setup ## yamllint, ansible-lint (production profile) and ruff
 unit: setup ## Unit tests (pytest, no Docker)
 	pytest -q tests/unit
 
-integration: setup ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
+integration: setup image ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
 	pytest -q tests/integration
 
 sanity: setup ## ansible-test sanity on the collection's plugins
@@ -59,6 +59,9 @@ test: lint unit integration sanity molecule ## The full test suite (what CI runs
 
 bench-inventory: setup ## Benchmark the tpu_vm inventory (1000 nodes, emulator); updates BENCHMARKS.md
 	python bench/inventory/run.py --markdown BENCHMARKS.md
+
+emulator-clean: setup ## Remove containers and networks left by the emulator's Docker backend
+	PYTHONPATH=. python -m tools.tpu_emulator.docker_backend cleanup
 
 clean: ## Remove caches (keeps .venv and images)
 	rm -rf .cache .pytest_cache .ruff_cache
