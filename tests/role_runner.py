@@ -25,7 +25,6 @@ def ansible_env(**extra: str) -> dict[str, str]:
             "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_FORCE_COLOR": "0",
-            "ANSIBLE_CALLBACKS_ENABLED": "",
             "ANSIBLE_LOCALHOST_WARNING": "false",
             "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
             "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
@@ -54,7 +53,10 @@ def run_role(
             "hosts": "localhost",
             "connection": "local",
             "gather_facts": True,
-            "vars": hostvars or {},
+            "vars": {
+                "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                **(hostvars or {}),
+            },
             "roles": [{"role": f"cloudtpu.pod.{role}"}],
         }
     ]
