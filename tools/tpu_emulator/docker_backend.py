@@ -68,6 +68,13 @@ SYSTEMD_RUN_ARGS = [
     "SIGRTMIN+3",
     "--stop-timeout",
     "10",
+    # The pod's shared folder (cloudtpu.pod.nfs exports /srv/nfs/shared by default) lives on
+    # a volume, as on a VM's disk: nfs-ganesha cannot export from the container's overlayfs,
+    # and it needs DAC_READ_SEARCH to open files by handle.
+    "--cap-add",
+    "DAC_READ_SEARCH",
+    "-v",
+    "/srv/nfs",
 ]
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]")
 
