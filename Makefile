@@ -14,7 +14,7 @@ export ANSIBLE_NOCOLOR ?= true
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default
 
-.PHONY: help setup docker image lint unit integration sanity molecule test clean bench-inventory emulator-clean
+.PHONY: help setup docker image lint unit integration sanity molecule test clean bench-inventory emulator-clean demo demo-ssh demo-down
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -59,6 +59,15 @@ test: lint unit integration sanity molecule ## The full test suite (what CI runs
 
 bench-inventory: setup ## Benchmark the tpu_vm inventory (1000 nodes, emulator); updates BENCHMARKS.md
 	python bench/inventory/run.py --markdown BENCHMARKS.md
+
+demo: ## A local pod (DEMO_TYPE, default v4-32): emulator, provision, site.yml, verify, status
+	tools/demo.sh up
+
+demo-ssh: ## Log in to worker 0 of the demo pod
+	tools/demo.sh ssh
+
+demo-down: ## Delete the demo pod and stop the emulator
+	tools/demo.sh down
 
 emulator-clean: setup ## Remove containers and networks left by the emulator's Docker backend
 	PYTHONPATH=. python -m tools.tpu_emulator.docker_backend cleanup

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The whole lifecycle on a local pod: the TPU API emulator with its Docker backend, a pod
+# provisioned through the API (one container per worker), site.yml, verify and status.
+#
+#   tools/demo.sh up      set everything up and bootstrap the pod (DEMO_TYPE, default v4-32)
+#   tools/demo.sh ssh     log in to worker 0 (or: tools/demo.sh ssh demo-w1)
+#   tools/demo.sh env     print the environment to use ansible-playbook by hand
+#   tools/demo.sh down    delete the pod and stop the emulator
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+demo=${DEMO_DIR:-$repo/.demo}
+port=${DEMO_PORT:-8470}
+type=${DEMO_TYPE:-v4-32}
+name=${DEMO_NAME:-demo}
+zone=${DEMO_ZONE:-us-central2-b}
+project=demo-project
+bin=$repo/.venv/bin
+
+step() { printf '\n==> %s\n' "$*"; }
+
+demo_env() {
+  export PATH="$bin:$PATH"
+  export ANSIBLE_CONFIG="$repo/ansible.cfg"
+  export CLOUDTPU_API_ENDPOINT="http://127.0.0.1:$port/v2"
+  export CLOUDTPU_PROJECT=$project CLOUDTPU_ZONES=$zone
+  export GCP_AUTH_KIND=accesstoken GCP_ACCESS_TOKEN=demo-token
+  export ANSIBLE_REMOTE_USER=tpu
+  export ANSIBLE_PRIVATE_KEY_FILE="$demo/id_ed25519"
+  # Host keys are checked, against a known_hosts file of the demo's own.
+  export ANSIBLE_SSH_COMMON_ARGS="-o UserKnownHostsFile=$demo/known_hosts"
+}
+
+playbook() {
+  ansible-playbook -i inventories/demo "$@"
+}
+
+up() {
+  mkdir -p "$demo"
+  step "toolchain, Docker daemon and worker image"
+  make --no-print-directory setup image
+  demo_env
+  if [ ! -f "$demo/id_ed25519" ]; then
+    ssh-keygen -q -t ed25519 -N '' -C "tpu@cloudtpu-demo" -f "$demo/id_ed25519"
+  fi
+  touch "$demo/known_hosts"
+
+  step "TPU API emulator (Docker backend) on port $port"
+  tools/emulator.sh start "$demo" "$port"
+
+  step "provision $name ($type) through the API: one container per worker"
+  playbook playbooks/provision.yml \
+    -e tpu_provision_name="$name" -e tpu_provision_zone="$zone" \
+    -e tpu_provision_project="$project" -e tpu_provision_accelerator_type="$type" \
+    -e tpu_provision_ssh_user=tpu -e tpu_provision_ssh_public_key_file="$demo/id_ed25519.pub" \
+    -e tpu_provision_known_hosts="$demo/known_hosts" -e tpu_provision_poll_interval=1
+
+  step "the pod as the inventory sees it"
+  ansible-inventory -i inventories/demo --graph
+
+  step "bootstrap: site.yml (the containers run Debian's Python 3.11; a TPU VM has 3.10)"
+  playbook site.yml
+
+  step "verify: devices and framework, on all workers at once"
+  playbook playbooks/verify.yml
+
+  step "status"
+  playbook playbooks/status.yml
+
+  step "SSH config for the workers ($demo/ssh_config)"
+  playbook playbooks/ssh_config.yml -e tpu_ssh_config_path="$demo/ssh_config" \
+    -e tpu_ssh_config_identity_file="$demo/id_ed25519" -e tpu_ssh_config_user=tpu
+  printf 'UserKnownHostsFile %s\n' "$demo/known_hosts" >> "$demo/ssh_config"
+
+  cat <<MSG
+
+The demo pod is up. Look inside:
+  make demo-ssh                       ssh to $name-w0 (tools/demo.sh ssh $name-w1 for another)
+  ssh -F $demo/ssh_config $name-w0    the generated SSH config, one Host per worker
+  eval "\$(tools/demo.sh env)"        then ansible-playbook -i inventories/demo playbooks/run.yml -e cmd=hostname
+Stop it:
+  make demo-down
+MSG
+}
+
+case "${1:-up}" in
+  up) up ;;
+  env)
+    demo_env
+    for v in PATH ANSIBLE_CONFIG CLOUDTPU_API_ENDPOINT CLOUDTPU_PROJECT CLOUDTPU_ZONES GCP_AUTH_KIND \
+      GCP_ACCESS_TOKEN ANSIBLE_REMOTE_USER ANSIBLE_PRIVATE_KEY_FILE ANSIBLE_SSH_COMMON_ARGS; do
+      printf 'export %s=%q\n' "$v" "${!v}"
+    done
+    ;;
+  ssh)
+    exec ssh -F "$demo/ssh_config" "${2:-$name-w0}"
+    ;;
+  down)
+    demo_env
+    if [ -f "$demo/emulator.pid" ]; then
+      step "teardown $name"
+      playbook playbooks/teardown.yml -e tpu_teardown_confirm=true -e tpu_provision_name="$name" \
+        -e tpu_provision_zone="$zone" -e tpu_provision_project="$project" || true
+    fi
+    step "stop the emulator"
+    tools/emulator.sh stop "$demo"
+    ;;
+  *)
+    echo "usage: $0 up|ssh [host]|env|down" >&2
+    exit 2
+    ;;
+esac
