@@ -1,0 +1,262 @@
+"""cloudtpu.pod.framework end to end on the control machine, with a stand-in framework.
+
+Exercised: the whole role (not check mode) against local venvs and a local package index
+(file://, so nothing is fetched from the network) that serves a stand-in `jax` wheel: a
+package named jax whose devices() answers with the device kind an environment variable asks
+for (passed through tpu_framework_env). With both installers (pip and uv): the first install of
+a pinned version, a second run that installs nothing, `latest` that stays put while the index
+has nothing newer and upgrades once it does. With device files faked through
+tpu_framework_device_globs: what a container cannot show, a host with TPU device files where
+the framework sees a TPU, one where it does not, a required TPU that is missing, and an import
+that hangs (the timeout). Not exercised: a real TPU, libtpu, or the jax[tpu] extra's pins (the
+stand-in has no `tpu` extra; molecule/framework installs the real one).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests import role_runner
+from tests.integration.playbook_helpers import LOCAL_PYTHON, error_text, playbook_env
+from tests.role_runner import run_role
+
+UV = role_runner.BIN / "uv"
+
+STANDIN = textwrap.dedent(
+    """
+    import os
+    import time
+
+    __version__ = "{version}"
+
+
+    class Device:
+        def __init__(self, platform, index):
+            self.platform = platform
+            self.index = index
+
+        def __str__(self):
+            return f"{{self.platform}}:{{self.index}}"
+
+
+    def devices():
+        kind = os.environ.get("STANDIN_DEVICES", "cpu")
+        if kind == "hang":
+            time.sleep(600)
+        return [Device(kind, i) for i in range(4 if kind == "tpu" else 1)]
+    """
+)
+
+
+def build_wheel(folder: Path, version: str) -> Path:
+    """A pure-Python wheel of the stand-in jax, with a RECORD that carries real hashes."""
+    files = {
+        "jax/__init__.py": STANDIN.format(version=version).encode(),
+        f"jax-{version}.dist-info/METADATA": (
+            f"Metadata-Version: 2.1\nName: jax\nVersion: {version}\n".encode()
+        ),
+        f"jax-{version}.dist-info/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: cloudtpu-tests\nRoot-Is-Purelib: true\n"
+            b"Tag: py3-none-any\n"
+        ),
+    }
+    record = f"jax-{version}.dist-info/RECORD"
+    lines = []
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.append(f"{name},sha256={digest},{len(data)}")
+    lines.append(f"{record},,")
+    files[record] = ("\n".join(lines) + "\n").encode()
+    path = folder / f"jax-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, data in files.items():
+            wheel.writestr(name, data)
+    return path
+
+
+def write_index(root: Path, versions: list[str]) -> str:
+    """A PEP 503 simple index in ``root`` serving the stand-in jax ``versions``."""
+    project = root / "jax"
+    project.mkdir(parents=True, exist_ok=True)
+    links = []
+    for version in versions:
+        wheel = build_wheel(project, version)
+        links.append(f'<a href="{wheel.name}">{wheel.name}</a><br>')
+    (project / "index.html").write_text("<html><body>" + "".join(links) + "</body></html>\n")
+    return f"file://{root}/"
+
+
+@pytest.fixture(autouse=True)
+def _ansible_env(monkeypatch):
+    monkeypatch.setattr(role_runner, "ansible_env", playbook_env)
+
+
+class Worker:
+    """A venv, a device folder and an index on the control machine, and role runs against them."""
+
+    def __init__(self, root: Path, installer: str) -> None:
+        self.root = root
+        self.installer = installer
+        self.venv = root / "venv"
+        self.dev = root / "dev"
+        self.dev.mkdir()
+        subprocess.run([sys.executable, "-m", "venv", str(self.venv)], check=True)
+        self.index = write_index(root / "index", ["0.10.1", "0.10.2"])
+
+    def publish(self, version: str) -> None:
+        write_index(self.root / "index", [version])
+
+    def device_file(self, present: bool) -> None:
+        accel = self.dev / "accel0"
+        if present:
+            accel.touch()
+        elif accel.exists():
+            accel.unlink()
+
+    def run(self, devices: str = "cpu", **variables):
+        extra = {
+            "tpu_framework_name": "jax",
+            "tpu_framework_version": "0.10.2",
+            "tpu_framework_venv_path": str(self.venv),
+            "tpu_framework_venv_owner": "root",
+            "tpu_framework_installer": self.installer,
+            "tpu_framework_uv_bin": str(UV),
+            "tpu_framework_index_url": self.index,
+            "tpu_framework_device_globs": [f"{self.dev}/accel*"],
+            "tpu_framework_env": {"STANDIN_DEVICES": devices},
+            "tpu_framework_check_timeout": 60,
+            **variables,
+        }
+        # Root on the control machine may have no sudo; su from root to root needs no password.
+        hostvars = {**LOCAL_PYTHON, "ansible_become_method": "su"}
+        result = run_role("framework", extra, check=False, hostvars=hostvars)
+        return result, result.stdout + result.stderr
+
+    def installed(self) -> str:
+        out = subprocess.run(
+            [str(self.venv / "bin" / "python"), "-c", "import jax; print(jax.__version__)"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return out.stdout.strip() or out.stderr
+
+
+def task_status(out: str, task: str) -> str:
+    """The first result (ok, changed, skipping, fatal) after a task's header."""
+    match = re.search(
+        rf"TASK \[cloudtpu\.pod\.framework : {re.escape(task)}\].*?^(ok|changed|skipping|fatal):",
+        out,
+        re.M | re.S,
+    )
+    assert match, f"task {task!r} not in the output:\n{out[-3000:]}"
+    return match.group(1)
+
+
+INSTALL = "Install the framework and the requirements into the venv"
+DRY_RUN = "Compare the venv with the requirements (installer dry run)"
+NEWEST = "Ask the package index for the newest release of the framework"
+
+
+@pytest.fixture(scope="module", params=["pip", "uv"])
+def worker(request, tmp_path_factory):
+    if request.param == "uv" and not UV.exists():
+        pytest.skip(f"no uv at {UV} (make setup installs it)")
+    root = tmp_path_factory.mktemp(f"framework-{request.param}")
+    yield Worker(root, request.param)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_first_run_installs_the_pinned_release(worker):
+    result, out = worker.run()
+    assert result.returncode == 0, out[-3000:]
+    assert task_status(out, INSTALL) == "changed"
+    assert worker.installed() == "0.10.2"
+    assert "jax 0.10.2: CPU fallback" in out, out[-3000:]
+
+
+def test_second_run_installs_nothing(worker):
+    result, out = worker.run()
+    assert result.returncode == 0, out[-3000:]
+    assert task_status(out, DRY_RUN) == "ok"
+    assert task_status(out, INSTALL) == "skipping"
+    assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\b", out), out[-3000:]
+
+
+def test_latest_stays_while_the_index_has_nothing_newer(worker):
+    result, out = worker.run(tpu_framework_version="latest")
+    assert result.returncode == 0, out[-3000:]
+    assert task_status(out, NEWEST) == "ok"
+    assert task_status(out, INSTALL) == "skipping"
+    assert worker.installed() == "0.10.2"
+
+
+def test_latest_upgrades_once_the_index_has_a_newer_release(worker):
+    worker.publish("0.10.3")
+    result, out = worker.run(tpu_framework_version="latest")
+    assert result.returncode == 0, out[-3000:]
+    assert task_status(out, INSTALL) == "changed"
+    assert worker.installed() == "0.10.3"
+    assert "jax 0.10.3: CPU fallback" in out, out[-3000:]
+    again, out = worker.run(tpu_framework_version="latest")
+    assert again.returncode == 0 and task_status(out, INSTALL) == "skipping", out[-3000:]
+
+
+# The check does not depend on the installer: one is enough for the rest.
+ONE_INSTALLER = pytest.mark.parametrize("worker", ["pip"], indirect=True)
+
+
+@ONE_INSTALLER
+def test_tpu_seen_where_device_files_exist(worker):
+    worker.device_file(True)
+    try:
+        result, out = worker.run("tpu", tpu_framework_version="latest")
+    finally:
+        worker.device_file(False)
+    assert result.returncode == 0, out[-3000:]
+    assert re.search(r"jax 0\.10\.\d: TPU;", out) and "tpu:3" in out, out[-3000:]
+
+
+@ONE_INSTALLER
+@pytest.mark.parametrize(
+    ("devices", "device_file", "variables", "words"),
+    [
+        ("cpu", True, {}, ["TPU device files exist", "accel0", "jax sees cpu devices"]),
+        ("cpu", False, {"tpu_framework_require_tpu": True}, ["require_tpu is true"]),
+        ("hang", False, {"tpu_framework_check_timeout": 3}, ["did not finish", "(3 s)"]),
+    ],
+    ids=["device-file-but-cpu", "required-but-absent", "hanging-import"],
+)
+def test_check_fails_saying_why(worker, devices, device_file, variables, words):
+    worker.device_file(device_file)
+    try:
+        result, out = worker.run(devices, tpu_framework_version="latest", **variables)
+    finally:
+        worker.device_file(False)
+    error = error_text(out) or out
+    assert result.returncode != 0, out[-3000:]
+    for word in words:
+        assert word in error, f"{word!r} not in:\n{error[-3000:]}"
+
+
+@ONE_INSTALLER
+def test_require_false_accepts_cpu_where_device_files_exist(worker):
+    worker.device_file(True)
+    try:
+        result, out = worker.run(
+            "cpu", tpu_framework_version="latest", tpu_framework_require_tpu="false"
+        )
+    finally:
+        worker.device_file(False)
+    assert result.returncode == 0, out[-3000:]
+    assert "CPU fallback" in out, out[-3000:]
