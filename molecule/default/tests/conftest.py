@@ -41,18 +41,18 @@ def login(host, command: str) -> str:
 _RUNS: dict[tuple, subprocess.CompletedProcess[str]] = {}
 
 
-def converge(**extra_vars: str) -> subprocess.CompletedProcess[str]:
-    """Run the scenario's converge.yml again with extra variables (molecule's inventory).
+def converge(tags: str, **extra_vars: str) -> subprocess.CompletedProcess[str]:
+    """Run the scenario's converge.yml again, only the roles tagged `tags`, with extra variables.
 
     Callers run the same variables twice on purpose (idempotence), so results are not cached;
     a failed run is remembered, so that the tests depending on it fail at once.
     """
-    key = tuple(sorted(extra_vars.items()))
+    key = (tags, *sorted(extra_vars.items()))
     failed = _RUNS.get(key)
     if failed is not None:
         pytest.fail(f"converge with {extra_vars} failed before:\n{failed.stdout[-3000:]}")
     scenario = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
-    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"]]
+    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "--tags", tags]
     for name, value in extra_vars.items():
         cmd += ["-e", f"{name}={value}"]
     cmd.append(str(scenario / "converge.yml"))

@@ -3,9 +3,10 @@
 1. tcmalloc framework + base unattended-upgrades disable: the login session has no
    LD_PRELOAD, the activated venv has it, the periodic apt runs are off; a second run changes
    nothing.
-2. tcmalloc restore + base no_reboot: the original /etc/environment line is back (a login
-   session preloads TCMalloc again), the framework files and the backup are gone, the
-   periodic apt runs are on again.
+2. tcmalloc restore + base no_reboot (the default): the original /etc/environment line is
+   back (a login session preloads TCMalloc again), the framework files and the backup are
+   gone, the periodic apt runs are on again; a second restore changes nothing.
+Only the roles concerned run (converge.yml's role tags).
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ ACTIVATE = "/home/tpu/.venv310/bin/activate"
 
 @pytest.fixture(scope="module")
 def framework_runs():
-    first = converge(tpu_tcmalloc_mode="framework", tpu_base_unattended_upgrades="disable")
-    second = converge(tpu_tcmalloc_mode="framework", tpu_base_unattended_upgrades="disable")
+    modes = {"tpu_tcmalloc_mode": "framework", "tpu_base_unattended_upgrades": "disable"}
+    first = converge("base,tcmalloc", **modes)
+    second = converge("base,tcmalloc", **modes)
     return first, second
 
 
 @pytest.fixture(scope="module")
 def restored(framework_runs):
-    first = converge(tpu_tcmalloc_mode="restore")
-    second = converge(tpu_tcmalloc_mode="restore")
+    first = converge("base,tcmalloc", tpu_tcmalloc_mode="restore")
+    second = converge("tcmalloc", tpu_tcmalloc_mode="restore")
     return first, second
 
 
