@@ -160,6 +160,7 @@ EXAMPLES = r"""
 # using application default credentials (gcloud auth application-default login).
 plugin: cloudtpu.pod.tpu_vm
 
+---
 # Two projects, two zones, spot v5e slices only, reached on their internal addresses.
 plugin: cloudtpu.pod.tpu_vm
 projects: [research-a, research-b]
@@ -169,6 +170,7 @@ labels:
   team: vision
 use_internal_ip: true
 
+---
 # Include preempted nodes (for a recover playbook) and group workers by their health.
 plugin: cloudtpu.pod.tpu_vm
 projects: [research-a]
@@ -181,6 +183,7 @@ groups:
 compose:
   ansible_user: "'researcher'"
 
+---
 # Local emulator, cached for an hour.
 plugin: cloudtpu.pod.tpu_vm
 projects: [demo-project]

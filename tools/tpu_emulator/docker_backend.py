@@ -73,6 +73,9 @@ SYSTEMD_RUN_ARGS = [
     # and it needs DAC_READ_SEARCH to open files by handle.
     "--cap-add",
     "DAC_READ_SEARCH",
+    # root on a VM may look at every process's open files (tpu-unlock finds TPU holders so).
+    "--cap-add",
+    "SYS_PTRACE",
     "-v",
     "/srv/nfs",
 ]
