@@ -8,9 +8,10 @@
 # first (not timed), then only the install of jax[tpu]==VERSION is timed, with the installer's
 # cache off. Bytes downloaded are the container's own network counter
 # (/sys/class/net/eth0/statistics/rx_bytes) read right before and after the install. The order
-# of the two installers alternates between rounds. uv is the version the python role pins,
-# installed from its wheel into a tool venv; pip is the venv's own (what the role's pip
-# installer uses).
+# of the installers rotates between rounds. uv is the version the python role pins, installed
+# from its wheel into a tool venv, measured as the framework role runs it and once more with
+# --compile-bytecode (pip writes .pyc files while installing, uv by default does not); pip is the
+# venv's own (what the role's pip installer uses).
 #
 # Prints a Markdown table; raw rows go to bench/results/framework.tsv (not in git).
 set -euo pipefail
@@ -45,15 +46,16 @@ measure() {
     apt-get install -y -qq python3.11-venv >/dev/null 2>&1
     python3.11 -m venv /opt/bench-venv
   '
-  if [ "$installer" = uv ]; then
+  if [ "$installer" != pip ]; then
     docker exec "$name" sh -ec "
       python3.11 -m venv /opt/uv-tool
       /opt/uv-tool/bin/pip install -q --disable-pip-version-check --no-cache-dir uv==$UV_VERSION
     "
   fi
   local install
-  if [ "$installer" = uv ]; then
+  if [ "$installer" != pip ]; then
     install="UV_SYSTEM_CERTS=1 UV_NO_PROGRESS=1 /opt/uv-tool/bin/uv pip install --no-cache \
+      $([ "$installer" = uv-bytecode ] && echo --compile-bytecode) \
       --python /opt/bench-venv/bin/python 'jax[tpu]==$JAX_VERSION'"
   else
     install="/opt/bench-venv/bin/pip install -q --disable-pip-version-check --no-cache-dir \
@@ -76,7 +78,11 @@ measure() {
 
 printf 'round\tinstaller\tseconds\trx_bytes\tvenv_bytes\tdistributions\n' >"$OUT"
 for round in $(seq 1 "$ROUNDS"); do
-  if [ $((round % 2)) -eq 1 ]; then order="uv pip"; else order="pip uv"; fi
+  case $((round % 3)) in
+    1) order="uv uv-bytecode pip" ;;
+    2) order="pip uv uv-bytecode" ;;
+    0) order="uv-bytecode pip uv" ;;
+  esac
   for installer in $order; do
     line=$(measure "$installer" "$round")
     read -r who secs rx size count <<<"$line"
@@ -89,7 +95,7 @@ import csv, os, statistics, sys
 
 path, jax, uv, rounds = sys.argv[1:]
 rows = list(csv.DictReader(open(path), delimiter="\t"))
-by = {k: [r for r in rows if r["installer"] == k] for k in ("uv", "pip")}
+by = {k: [r for r in rows if r["installer"] == k] for k in ("uv", "uv-bytecode", "pip")}
 med = {k: statistics.median(float(r["seconds"]) for r in v) for k, v in by.items()}
 rng = {k: (min(float(r["seconds"]) for r in v), max(float(r["seconds"]) for r in v)) for k, v in by.items()}
 rx = {k: statistics.median(int(r["rx_bytes"]) for r in v) for k, v in by.items()}
@@ -100,10 +106,16 @@ print(f"jax[tpu]=={jax} into a fresh Python 3.11 venv, no cache, fresh container
       f"load average {os.getloadavg()[0]:.1f} at the end.\n")
 print("| installer | wall time | downloaded (rx bytes) | venv size | distributions |")
 print("|---|---|---|---|---|")
-for k, label in (("uv", f"uv {uv} (`uv pip install --no-cache`)"), ("pip", "pip, the venv's own (`pip install --no-cache-dir`)")):
+labels = (
+    ("uv", f"uv {uv} (`uv pip install --no-cache`), as the role runs it"),
+    ("uv-bytecode", f"uv {uv} with `--compile-bytecode` (writes .pyc files, as pip does)"),
+    ("pip", "pip, the venv's own (`pip install --no-cache-dir`)"),
+)
+for k, label in labels:
     lo, hi = rng[k]
     print(f"| {label} | {med[k]:.1f} s ({lo:.1f}-{hi:.1f}) | {rx[k] / 1e6:.0f} MB | "
           f"{size[k] / 1e9:.2f} GB | {count[k]} |")
-print(f"\nRatio of medians, pip / uv: {med['pip'] / med['uv']:.2f}x wall time, "
-      f"{rx['pip'] / rx['uv']:.2f}x bytes downloaded.")
+print(f"\nRatios of medians: pip / uv {med['pip'] / med['uv']:.2f}x wall time "
+      f"({rx['pip'] / rx['uv']:.2f}x bytes downloaded); pip / uv with bytecode "
+      f"{med['pip'] / med['uv-bytecode']:.2f}x.")
 PY
