@@ -1,6 +1,7 @@
 """Helpers for the default scenario's tests: SSH logins as the login user, re-converging.
 
-The tests run in file order: test_default.py checks what converge left; test_modes.py then
+The tests run in file order: test_default.py checks what converge left; test_dpkg_lock.py
+holds the dpkg lock while base runs; test_modes.py then
 re-converges with other modes (framework, then restore) and checks each; test_reset.py runs
 playbooks/reset.yml. After a verify run the worker is in the restored state: converge again
 before verifying again.
@@ -17,7 +18,15 @@ from pathlib import Path
 import pytest
 
 LIBRARY = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
+# The global preloads prepare.yml sets up: (file, line, kind as tcmalloc-scan names it).
 ORIGINAL_LINE = f'LD_PRELOAD="{LIBRARY}"'
+PRELOADS = [
+    ("/etc/environment", ORIGINAL_LINE, "environment"),
+    ("/etc/profile.d/tpu-tcmalloc.sh", f'    export LD_PRELOAD="{LIBRARY}"', "shell"),
+    ("/etc/ld.so.preload", LIBRARY, "preload"),
+]
+# A login shell without what pam_env set, so that only /etc/profile.d can bring LD_PRELOAD back.
+LOGIN_SHELL_ENV = "unset LD_PRELOAD; bash -lc env"
 MARKER = "# cloudtpu.pod tcmalloc disabled: "
 # libtpu's fixed paths, inside the test container.
 LOCK = "/tmp/libtpu_lockfile"  # noqa: S108
@@ -41,8 +50,30 @@ def login(host, command: str) -> str:
 _RUNS: dict[tuple, subprocess.CompletedProcess[str]] = {}
 
 
+def su_login(host, command: str) -> str:
+    """`command` in a PAM login session of tpu through su (pam_env, profile) instead of SSH.
+
+    For the restored state: with TCMalloc back in /etc/ld.so.preload, sshd's sessions die in
+    this image, so SSH cannot show what a login gets there.
+    """
+    result = host.run(f"su - tpu -c {shlex.quote(command)}")
+    assert result.rc == 0, f"su -c {command!r} failed ({result.rc}): {result.stderr}"
+    return result.stdout
+
+
+def run_converge(tags: str, **extra_vars: str) -> subprocess.CompletedProcess[str]:
+    """Run the scenario's converge.yml, only the roles tagged `tags`, with extra variables."""
+    scenario = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
+    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "--tags", tags]
+    for name, value in extra_vars.items():
+        cmd += ["-e", f"{name}={value}"]
+    cmd.append(str(scenario / "converge.yml"))
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False)
+
+
 def converge(tags: str, **extra_vars: str) -> subprocess.CompletedProcess[str]:
-    """Run the scenario's converge.yml again, only the roles tagged `tags`, with extra variables.
+    """run_converge that must succeed.
 
     Callers run the same variables twice on purpose (idempotence), so results are not cached;
     a failed run is remembered, so that the tests depending on it fail at once.
@@ -51,16 +82,13 @@ def converge(tags: str, **extra_vars: str) -> subprocess.CompletedProcess[str]:
     failed = _RUNS.get(key)
     if failed is not None:
         pytest.fail(f"converge with {extra_vars} failed before:\n{failed.stdout[-3000:]}")
-    scenario = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
-    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "--tags", tags]
-    for name, value in extra_vars.items():
-        cmd += ["-e", f"{name}={value}"]
-    cmd.append(str(scenario / "converge.yml"))
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False)
+    result = run_converge(tags, **extra_vars)
     if result.returncode != 0:
         _RUNS[key] = result
-        pytest.fail(f"{' '.join(cmd)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
+        pytest.fail(
+            f"converge --tags {tags} {extra_vars} failed:\n"
+            f"{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
+        )
     return result
 
 

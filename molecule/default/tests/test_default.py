@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import DEVICE, LIBRARY, LOCK, LOGS, MARKER, ORIGINAL_LINE, login
+from conftest import (
+    DEVICE,
+    LIBRARY,
+    LOCK,
+    LOGIN_SHELL_ENV,
+    LOGS,
+    MARKER,
+    PRELOADS,
+    login,
+)
 
 # Without --device-glob tpu-unlock watches /dev/accel* and /dev/vfio/[0-9]*.
 UNLOCK = "tpu-unlock --json"
@@ -19,17 +28,35 @@ def test_new_login_session_has_no_ld_preload(host) -> None:
     assert "LD_PRELOAD" not in env, f"a new login session still preloads:\n{env}"
 
 
-def test_original_line_is_commented_out_in_place(host) -> None:
-    content = host.file("/etc/environment").content_string
-    assert MARKER + ORIGINAL_LINE in content.splitlines(), content
-    assert ORIGINAL_LINE not in content.splitlines(), content
+def test_new_login_shell_has_no_ld_preload(host) -> None:
+    env = login(host, LOGIN_SHELL_ENV)
+    assert "LD_PRELOAD" not in env, f"/etc/profile.d still preloads:\n{env}"
 
 
-def test_backup_keeps_the_original_line(host) -> None:
+def test_new_programs_do_not_map_tcmalloc(host) -> None:
+    maps = login(host, "cat /proc/self/maps")
+    assert "libtcmalloc" not in maps, host.file("/etc/ld.so.preload").content_string
+
+
+@pytest.mark.parametrize(("path", "line", "kind"), PRELOADS, ids=[p[2] for p in PRELOADS])
+def test_each_preload_is_taken_out(host, path: str, line: str, kind: str) -> None:
+    lines = host.file(path).content_string.splitlines()
+    assert line not in lines, lines
+    if kind == "environment":
+        assert MARKER + line in lines, lines
+    elif kind == "shell":  # ": " keeps the if block around the line valid shell
+        assert ": " + MARKER + line in lines, lines
+        check = host.run(f"sh -n {path}")
+        assert check.rc == 0, check.stderr
+    else:  # the dynamic loader has no comments: the entry is gone
+        assert not any("tcmalloc" in entry for entry in lines), lines
+
+
+def test_backup_keeps_the_original_lines(host) -> None:
     content = host.file("/etc/cloudtpu/tcmalloc.orig").content_string
     entries = [json.loads(line) for line in content.splitlines() if line.startswith("{")]
-    expected = {"file": "/etc/environment", "kind": "environment", "line": ORIGINAL_LINE}
-    assert entries == [expected], content
+    expected = [{"file": path, "kind": kind, "line": line} for path, line, kind in PRELOADS]
+    assert entries == expected, content
 
 
 @pytest.mark.parametrize(

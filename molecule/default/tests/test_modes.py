@@ -12,7 +12,18 @@ Only the roles concerned run (converge.yml's role tags).
 from __future__ import annotations
 
 import pytest
-from conftest import LIBRARY, MARKER, ORIGINAL_LINE, changed_count, changed_tasks, converge, login
+from conftest import (
+    LIBRARY,
+    LOGIN_SHELL_ENV,
+    MARKER,
+    ORIGINAL_LINE,
+    PRELOADS,
+    changed_count,
+    changed_tasks,
+    converge,
+    login,
+    su_login,
+)
 
 ACTIVATE = "/home/tpu/.venv310/bin/activate"
 
@@ -47,8 +58,13 @@ def test_framework_second_run_changes_nothing(framework_runs) -> None:
 
 
 def test_framework_login_session_has_no_ld_preload(host, framework_runs) -> None:
-    env = login(host, "env")
+    env = login(host, "env") + login(host, LOGIN_SHELL_ENV)
     assert "LD_PRELOAD" not in env, env
+
+
+def test_framework_programs_outside_the_venv_do_not_map_tcmalloc(host, framework_runs) -> None:
+    maps = login(host, "cat /proc/self/maps")
+    assert "libtcmalloc" not in maps, maps[-1500:]
 
 
 def test_framework_activated_venv_preloads_tcmalloc(host, framework_runs) -> None:
@@ -98,15 +114,26 @@ def test_restore_second_run_changes_nothing(restored) -> None:
     assert changed_count(second) == 0, changed_tasks(second)
 
 
-def test_restore_puts_the_original_line_back(host, restored) -> None:
-    lines = host.file("/etc/environment").content_string.splitlines()
-    assert ORIGINAL_LINE in lines, lines
-    assert not any(MARKER in line for line in lines), lines
+@pytest.mark.parametrize(("path", "line", "kind"), PRELOADS, ids=[p[2] for p in PRELOADS])
+def test_restore_puts_each_original_line_back(host, restored, path: str, line: str, kind) -> None:
+    lines = host.file(path).content_string.splitlines()
+    assert line in lines, lines
+    assert not any(MARKER in entry for entry in lines), lines
 
 
 def test_restore_login_session_preloads_again(host, restored) -> None:
-    env = login(host, "env").splitlines()
+    env = su_login(host, "env").splitlines()
     assert f"LD_PRELOAD={LIBRARY}" in env, env
+
+
+def test_restore_login_shell_preloads_again(host, restored) -> None:
+    env = su_login(host, LOGIN_SHELL_ENV).splitlines()
+    assert f"LD_PRELOAD={LIBRARY}" in env, env
+
+
+def test_restore_programs_map_tcmalloc_again(host, restored) -> None:
+    maps = host.run_test("env -u LD_PRELOAD cat /proc/self/maps").stdout
+    assert "libtcmalloc" in maps, host.file("/etc/ld.so.preload").content_string
 
 
 @pytest.mark.parametrize("path", ["/etc/cloudtpu/tcmalloc.orig", "/etc/cloudtpu/tcmalloc.env"])
