@@ -29,8 +29,8 @@ PRELOADS = [
 LOGIN_SHELL_ENV = "unset LD_PRELOAD; bash -lc env"
 MARKER = "# cloudtpu.pod tcmalloc disabled: "
 # libtpu's fixed paths, inside the test container.
-LOCK = "/tmp/libtpu_lockfile"  # noqa: S108
-LOGS = "/tmp/tpu_logs"  # noqa: S108
+LOCK = "/tmp/libtpu_lockfile"
+LOGS = "/tmp/tpu_logs"
 # A stand-in TPU device: a plain file where a v4 worker has its first device. The container's
 # /dev is its own tmpfs, so nothing outside the container is touched.
 DEVICE = "/dev/accel0"
