@@ -12,7 +12,7 @@ export PY_COLORS ?= 0
 export ANSIBLE_NOCOLOR ?= true
 
 # Molecule scenarios run by `make molecule`, in this order.
-SCENARIOS ?= default
+SCENARIOS ?= default remote_shell nfs framework pod
 
 .PHONY: help setup docker image lint unit integration sanity molecule test clean bench-inventory emulator-clean demo demo-ssh demo-down
 

@@ -27,15 +27,17 @@ case "$cmd" in
       exit 0
     fi
     rm -f "$dir/url"
-    (cd "$repo" && setsid "$python" -m tools.tpu_emulator --state "$state" --backend docker \
-      --port "$port" --url-file "$dir/url" >"$dir/emulator.log" 2>&1 < /dev/null &
-      echo $! >"$pidfile")
+    # In a session of its own (it outlives the caller); the shell records its own pid, then
+    # becomes the emulator.
+    (cd "$repo" && setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$pidfile" \
+      "$python" -m tools.tpu_emulator --state "$state" --backend docker \
+      --port "$port" --url-file "$dir/url" >"$dir/emulator.log" 2>&1 < /dev/null &)
     for _ in $(seq 1 100); do
-      if [ -s "$dir/url" ]; then
+      if [ -s "$dir/url" ] && running; then
         cat "$dir/url"
         exit 0
       fi
-      running || break
+      if [ -f "$pidfile" ] && ! running; then break; fi
       sleep 0.2
     done
     echo "emulator did not start; its log ($dir/emulator.log):" >&2
