@@ -14,7 +14,7 @@ export ANSIBLE_NOCOLOR ?= true
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help setup docker image lint unit integration sanity molecule test clean bench-inventory emulator-clean demo demo-ssh demo-down
+.PHONY: help setup docker image lint unit integration sanity molecule test clean bench bench-inventory emulator-clean demo demo-ssh demo-down
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -56,6 +56,15 @@ molecule: setup image ## Molecule scenarios in Docker: $(SCENARIOS)
 	done
 
 test: lint unit integration sanity molecule ## The full test suite (what CI runs)
+
+# Bootstrap benchmark (make bench): worker counts, fresh pods per side and count, re-runs after each.
+BENCH_WORKERS ?= 1 2 4 8
+BENCH_COLD ?= 1
+BENCH_RERUNS ?= 3
+
+bench: setup image ## Bootstrap: the guide's shell script against site.yml on BENCH_WORKERS workers; updates BENCHMARKS.md
+	python bench/bootstrap/run.py --workers $(BENCH_WORKERS) --cold $(BENCH_COLD) \
+	  --reruns $(BENCH_RERUNS) --markdown BENCHMARKS.md
 
 bench-inventory: setup ## Benchmark the tpu_vm inventory (1000 nodes, emulator); updates BENCHMARKS.md
 	python bench/inventory/run.py --markdown BENCHMARKS.md
