@@ -3,8 +3,9 @@
 
     .cache/bench-venv/bin/python bench/bootstrap/plot.py bench/results/bootstrap.json
 
-Writes bench/results/bootstrap-cold.png, bootstrap-rerun.png and bootstrap-bytes.png (medians
-with min-max bars). run.py calls it with matplotlib from a venv of the benchmark's own.
+Writes bench/figures/bootstrap-cold.png, bootstrap-rerun.png and bootstrap-bytes.png (medians
+with min-max bars; or into the folder given second). run.py calls it with matplotlib from a venv
+of the benchmark's own.
 """
 
 from __future__ import annotations
@@ -68,7 +69,10 @@ def figure(rows: list[dict[str, Any]], pick: str, ylabel: str, title: str, path:
 def main() -> int:
     results = Path(sys.argv[1])
     rows = json.loads(results.read_text(encoding="utf-8"))["rows"]
-    out = results.parent
+    out = (
+        Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parents[1] / "figures"
+    )
+    out.mkdir(parents=True, exist_ok=True)
     figure(rows, "cold", "seconds", "Cold bootstrap (fresh pod)", out / "bootstrap-cold.png")
     figure(rows, "rerun", "seconds", "Re-run (nothing to do)", out / "bootstrap-rerun.png")
     figure(rows, "bytes", "MB", "Bytes from the package indexes, cold", out / "bootstrap-bytes.png")

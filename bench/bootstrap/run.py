@@ -159,6 +159,20 @@ def counters(names: list[str]) -> list[tuple[int, int]]:
     return result
 
 
+def apt_debs(names: list[str]) -> list[int]:
+    """Bytes of the .deb files apt downloaded into its archive folder, per container."""
+    result = []
+    for name in names:
+        out = subprocess.run(
+            ["docker", "exec", name, "du", "-sb", "/var/cache/apt/archives"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        result.append(int(out[0]) if out else 0)
+    return result
+
+
 def traffic(before: list[tuple[int, int]], after: list[tuple[int, int]]) -> dict[str, Any]:
     rx = [a[0] - b[0] for a, b in zip(after, before, strict=True)]
     tx = [a[1] - b[1] for a, b in zip(after, before, strict=True)]
@@ -331,12 +345,14 @@ class Bench:
                     )
                     info = {"recap": recap(out), "slowest": slowest(out)}
                 after = counters(boxes)
+                if attempt == 0:
+                    info["apt_debs"] = apt_debs(boxes)
                 runs.append(
                     {"label": label, "seconds": round(seconds, 2), **traffic(before, after), **info}
                 )
                 log(
                     f"  {label}: {seconds:.1f} s, pod received {sum(runs[-1]['rx']) / 1e6:.1f} MB"
-                    + (f", changed={info['recap']['changed']}" if info else "")
+                    + (f", changed={info['recap']['changed']}" if "recap" in info else "")
                 )
             row["runs"] = runs
             return row
