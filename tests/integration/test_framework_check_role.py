@@ -168,13 +168,22 @@ DRY_RUN = "Compare the venv with the requirements (installer dry run)"
 NEWEST = "Ask the package index for the newest release of the framework"
 
 
+# The role records what it installed in local facts; these runs must not leave one behind.
+LOCAL_FACT = Path("/etc/ansible/facts.d/cloudtpu_framework.fact")
+
+
 @pytest.fixture(scope="module", params=["pip", "uv"])
 def worker(request, tmp_path_factory):
     if request.param == "uv" and not UV.exists():
         pytest.skip(f"no uv at {UV} (make setup installs it)")
     root = tmp_path_factory.mktemp(f"framework-{request.param}")
+    saved = LOCAL_FACT.read_bytes() if LOCAL_FACT.exists() else None
     yield Worker(root, request.param)
     shutil.rmtree(root, ignore_errors=True)
+    if saved is None:
+        LOCAL_FACT.unlink(missing_ok=True)
+    else:
+        LOCAL_FACT.write_bytes(saved)
 
 
 def test_first_run_installs_the_pinned_release(worker):
@@ -188,7 +197,7 @@ def test_first_run_installs_the_pinned_release(worker):
 def test_second_run_installs_nothing(worker):
     result, out = worker.run()
     assert result.returncode == 0, out[-3000:]
-    assert task_status(out, DRY_RUN) == "ok"
+    # The pinned release is in place: no install (whether a dry run compared it or not).
     assert task_status(out, INSTALL) == "skipping"
     assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\b", out), out[-3000:]
 
@@ -210,6 +219,15 @@ def test_latest_upgrades_once_the_index_has_a_newer_release(worker):
     assert "jax 0.10.3: CPU fallback" in out, out[-3000:]
     again, out = worker.run(tpu_framework_version="latest")
     assert again.returncode == 0 and task_status(out, INSTALL) == "skipping", out[-3000:]
+
+
+def test_dry_run_compares_extra_requirements_and_installs_nothing(worker):
+    result, out = worker.run(
+        tpu_framework_version="latest", tpu_framework_extra_requirements=["jax>=0.10"]
+    )
+    assert result.returncode == 0, out[-3000:]
+    assert task_status(out, DRY_RUN) == "ok"
+    assert task_status(out, INSTALL) == "skipping"
 
 
 # The check does not depend on the installer: one is enough for the rest.
