@@ -64,7 +64,8 @@ def test_fresh_login_has_no_ld_preload(host):
     assert result.rc == 0
     preload = [line for line in result.stdout.splitlines() if line.startswith("LD_PRELOAD=")]
     assert preload == [], f"session environment: {preload}\n/etc/environment:\n{env}"
-    assert "libtcmalloc" not in env, env
+    active = [line for line in env.splitlines() if line.strip().startswith("LD_PRELOAD")]
+    assert active == [], f"/etc/environment still preloads:\n{env}"
 
 
 def test_mosh_server_starts(host):
@@ -130,34 +131,38 @@ def test_share_mount_is_reported_skipped_not_faked(host):
     print(f"NOT TESTED HERE: a kernel NFS mount of {MOUNT} (no NFS in this kernel)")
 
 
-def test_client_writes_into_the_share_over_nfs(host):
-    """Worker 1 (a client) writes a file into the share over NFSv4."""
+def _server(host):
+    """The pod's NFS server (worker 0), reached through the same inventory as `host`."""
+    name = host.backend.get_hostname()
+    return host.get_host(
+        f"ansible://{name.rsplit('-w', 1)[0]}-w0",
+        ansible_inventory=host.backend.ansible_inventory,
+        force_ansible=True,
+    )
+
+
+def test_share_round_trip_between_workers_over_nfs(host):
+    """Worker 1 writes over NFSv4 and worker 0 finds the file in its export; worker 0 writes
+    into its export and worker 1 reads it over NFSv4. (One test: pytest groups the tests of
+    each host together, so a two-host exchange cannot be split across tests.)"""
     if _worker_id(host) != 1:
-        pytest.skip("runs on worker 1, a client")
-    server, path = _server_and_clients(host)
+        pytest.skip("runs from worker 1, a client; worker 0 is reached from here")
+    server = _server(host)
+    address, path = _server_and_clients(host)
+    auth = _auth(host)
+
     _run(host, "bash -c 'echo from-w1 > /tmp/pod-nfs-w1.txt'")
-    url = f"nfs://{server}{path}/pod-nfs-w1.txt?{_auth(host)}"
+    url = f"nfs://{address}{path}/pod-nfs-w1.txt?{auth}"
     put = _run(host, f"timeout 60 nfs-cp /tmp/pod-nfs-w1.txt '{url}'")
     assert put.rc == 0, f"nfs-cp {url}: {put.stdout}{put.stderr}"
-
-
-def test_server_sees_the_client_file_and_writes_its_own(host):
-    """Worker 0 (the server) finds worker 1's file in its export and writes one back."""
-    if _worker_id(host) != 0:
-        pytest.skip("runs on worker 0, the server")
-    seen = host.file(f"{SHARE}/pod-nfs-w1.txt")
-    assert seen.exists, f"{SHARE}: {_run(host, f'ls -la {SHARE}').stdout}"
+    seen = server.file(f"{SHARE}/pod-nfs-w1.txt")
+    listing = server.run(f"ls -la {SHARE}").stdout
+    assert seen.exists, f"worker 0 does not see the file in {SHARE}:\n{listing}"
     assert seen.content_string.strip() == "from-w1", seen.content_string
-    wrote = _run(host, f"bash -c 'echo from-w0 > {SHARE}/pod-nfs-w0.txt'")
-    assert wrote.rc == 0, f"the login user cannot write into {SHARE}: {wrote.stderr}"
 
-
-def test_client_reads_the_server_file_over_nfs(host):
-    """Worker 1 reads worker 0's file over NFSv4."""
-    if _worker_id(host) != 1:
-        pytest.skip("runs on worker 1, a client")
-    server, path = _server_and_clients(host)
-    url = f"nfs://{server}{path}/pod-nfs-w0.txt?{_auth(host)}"
+    wrote = server.run(f"bash -c 'echo from-w0 > {SHARE}/pod-nfs-w0.txt'")
+    assert wrote.rc == 0, f"the login user cannot write into {SHARE} on worker 0: {wrote.stderr}"
+    url = f"nfs://{address}{path}/pod-nfs-w0.txt?{auth}"
     got = _run(host, f"timeout 60 nfs-cat '{url}'")
     assert got.rc == 0, f"nfs-cat {url}: {got.stdout}{got.stderr}"
     assert got.stdout.strip() == "from-w0", got.stdout
