@@ -14,7 +14,7 @@ export ANSIBLE_NOCOLOR ?= true
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help setup docker image lint unit integration sanity molecule test clean bench bench-inventory emulator-clean demo demo-ssh demo-down
+.PHONY: help setup docker image lint unit integration sanity molecule test clean bench bench-inventory emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -56,6 +56,9 @@ molecule: setup image ## Molecule scenarios in Docker: $(SCENARIOS)
 	done
 
 test: lint unit integration sanity molecule ## The full test suite (what CI runs)
+
+test-torch-xla: setup image ## torch_xla really installed and imported (downloads about 4.4 GB; not in `test`)
+	molecule test -s torch-xla
 
 # Bootstrap benchmark (make bench): worker counts, fresh pods per side and count, re-runs after each.
 BENCH_WORKERS ?= 1 2 4 8
