@@ -199,7 +199,6 @@ cache_timeout: 3600
 import re
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from fnmatch import fnmatchcase
 from typing import Any
 
 from ansible.errors import AnsibleError, AnsibleParserError
@@ -210,6 +209,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
     accelerator_facts,
     node_accelerator_type,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import node_matches
 
 CACHE_VERSION = 2
 HOSTNAME_FIELDS = ("node", "worker_id", "zone", "project", "accelerator_type", "generation")
@@ -284,31 +284,6 @@ def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
         endpoints.append(entry)
     slim["networkEndpoints"] = endpoints
     return slim
-
-
-def node_matches(
-    node: Mapping[str, Any],
-    states: Sequence[str] = ("READY",),
-    labels: Mapping[str, Any] | None = None,
-    accelerator_types: Sequence[str] = (),
-    names: Sequence[str] = (),
-) -> bool:
-    """True when the node passes every filter (an empty filter keeps everything)."""
-    if states and str(node.get("state", "")).upper() not in {s.upper() for s in states}:
-        return False
-    node_labels = node.get("labels") or {}
-    for key, pattern in (labels or {}).items():
-        if key not in node_labels or not fnmatchcase(str(node_labels[key]), str(pattern)):
-            return False
-    if accelerator_types:
-        accel = node_accelerator_type(node)
-        if not any(fnmatchcase(accel, pattern) for pattern in accelerator_types):
-            return False
-    if names:
-        node_id = parse_node_name(node.get("name"))[2]
-        if not any(fnmatchcase(node_id, pattern) for pattern in names):
-            return False
-    return True
 
 
 def _same(value: Any) -> Any:

@@ -136,24 +136,3 @@ def test_multislice_node_ids(
 def test_queued_resource_state_explains_a_failure() -> None:
     qr = {"state": {"state": "FAILED", "failedData": {"error": {"message": "no quota"}}}}
     assert r.queued_resource_state(qr) == ("FAILED", "no quota")
-
-
-FILTER_CASES = [
-    {"states": ["ready"]},
-    {"states": ["PREEMPTED"]},
-    {"labels": {"team": "v*"}},
-    {"labels": {"owner": "*"}},
-    {"accelerator_types": ["v4-*"]},
-    {"accelerator_types": ["v5*"]},
-    {"names": ["pod-?"]},
-    {"names": ["dev-*"]},
-]
-
-
-@pytest.mark.parametrize("filters", FILTER_CASES, ids=[str(f) for f in FILTER_CASES])
-def test_node_matches_agrees_with_the_inventory_plugin(filters: dict[str, Any]) -> None:
-    from ansible_collections.cloudtpu.pod.plugins.inventory import tpu_vm
-
-    full = {"states": [], "labels": {}, "accelerator_types": [], "names": []}
-    full.update(filters)
-    assert r.node_matches(NODE, **full) == tpu_vm.node_matches(NODE, **full)
