@@ -257,7 +257,7 @@ class Bench:
             [
                 str(REPO / "tools" / "emulator.sh"),
                 "start",
-                str(BENCH / "emulator"),
+                str(BENCH / f"emulator-{self.opts.port}"),
                 str(self.opts.port),
             ],
             check=True,
@@ -266,7 +266,12 @@ class Bench:
 
     def stop(self) -> None:
         subprocess.run(
-            [str(REPO / "tools" / "emulator.sh"), "stop", str(BENCH / "emulator")], check=False
+            [
+                str(REPO / "tools" / "emulator.sh"),
+                "stop",
+                str(BENCH / f"emulator-{self.opts.port}"),
+            ],
+            check=False,
         )
 
     def provision(self, name: str, workers: int) -> None:
