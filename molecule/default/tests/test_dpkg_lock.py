@@ -38,11 +38,13 @@ def dpkg_lock_holder(host):
 
 
 def test_guard_waits_for_the_lock_holder(dpkg_lock_holder) -> None:
-    pid = dpkg_lock_holder(12)
+    # The holder keeps the lock for 30 s from its start; the converge reaches the guard well
+    # within that even on a loaded machine, so the guard must report a wait of at least 1 s.
+    pid = dpkg_lock_holder(30)
     result = converge("base", tpu_base_apt_lock_timeout="120")
     waited = re.search(r"package locks free after (\d+)s", result.stdout)
     assert waited, f"no wait reported while pid {pid} held the lock:\n{result.stdout[-3000:]}"
-    assert int(waited.group(1)) >= 5, waited.group(0)
+    assert int(waited.group(1)) >= 1, waited.group(0)
 
 
 def test_guard_gives_up_naming_the_holder(dpkg_lock_holder) -> None:
