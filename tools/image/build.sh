@@ -56,6 +56,7 @@ if [ -z "$mirror" ]; then
 fi
 if ! command -v debootstrap >/dev/null 2>&1; then
   log "installing debootstrap"
+  apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 fi
 
