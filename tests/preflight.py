@@ -1,34 +1,15 @@
 """Preflight checks of roles: run a role with a bad value and expect a refusal that names it.
 
-Wraps tests.role_runner.run_role with two settings the control machine needs:
-- ANSIBLE_CALLBACKS_ENABLED must name a plugin: ansible-core 2.19 refuses an empty name
-  ("A non-empty plugin name is required"), which role_runner.ansible_env sets;
-- the Python running the tests is the module interpreter, so discovery does not pick an
-  interpreter that merely appears on PATH.
+Wraps tests.role_runner.run_role with the Python running the tests as the module interpreter,
+so discovery does not pick an interpreter that merely appears on PATH.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from unittest import mock
 
 from tests import role_runner
-
-CALLBACKS = "ansible.posix.profile_tasks"
-
-
-@contextmanager
-def _working_env() -> Iterator[None]:
-    real = role_runner.ansible_env
-
-    def env(**extra: str) -> dict[str, str]:
-        return {**real(**extra), "ANSIBLE_CALLBACKS_ENABLED": CALLBACKS}
-
-    with mock.patch.object(role_runner, "ansible_env", env):
-        yield
 
 
 def run_role(
@@ -36,8 +17,7 @@ def run_role(
 ) -> subprocess.CompletedProcess[str]:
     """role_runner.run_role on localhost, with the settings above."""
     extra = {"ansible_python_interpreter": sys.executable, **extra_vars}
-    with _working_env():
-        return role_runner.run_role(role, extra, check=check, hostvars=hostvars)
+    return role_runner.run_role(role, extra, check=check, hostvars=hostvars)
 
 
 def assert_refused(role: str, variable: str, value: object, shown: str) -> str:

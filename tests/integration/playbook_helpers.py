@@ -12,20 +12,10 @@ from tests import role_runner
 # a shim of some other Python on a developer's machine).
 LOCAL_PYTHON = {"ansible_python_interpreter": "{{ ansible_playbook_python }}"}
 
-# Kept at import time: tests may monkeypatch role_runner.ansible_env with playbook_env.
-_ROLE_RUNNER_ENV = role_runner.ansible_env
-
 
 def playbook_env(**extra: str) -> dict[str, str]:
-    """role_runner's environment, minus an empty ANSIBLE_CALLBACKS_ENABLED.
-
-    ansible-core 2.19 reads an empty list variable as [''] and stops with "A non-empty
-    plugin name is required"; without the variable, ansible.cfg's list applies.
-    """
-    env = _ROLE_RUNNER_ENV(**extra)
-    if env.get("ANSIBLE_CALLBACKS_ENABLED", "unset") == "":
-        del env["ANSIBLE_CALLBACKS_ENABLED"]
-    return env
+    """The environment of ansible-* commands run from the repository (role_runner's)."""
+    return role_runner.ansible_env(**extra)
 
 
 def error_text(output: str) -> str:

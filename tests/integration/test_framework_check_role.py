@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests import role_runner
-from tests.integration.playbook_helpers import LOCAL_PYTHON, error_text, playbook_env
+from tests.integration.playbook_helpers import LOCAL_PYTHON, error_text
 from tests.role_runner import run_role
 
 UV = role_runner.BIN / "uv"
@@ -94,11 +94,6 @@ def write_index(root: Path, versions: list[str]) -> str:
         links.append(f'<a href="{wheel.name}">{wheel.name}</a><br>')
     (project / "index.html").write_text("<html><body>" + "".join(links) + "</body></html>\n")
     return f"file://{root}/"
-
-
-@pytest.fixture(autouse=True)
-def _ansible_env(monkeypatch):
-    monkeypatch.setattr(role_runner, "ansible_env", playbook_env)
 
 
 class Worker:

@@ -9,15 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests import role_runner
-from tests.integration.playbook_helpers import LOCAL_PYTHON, error_text, playbook_env
+from tests.integration.playbook_helpers import LOCAL_PYTHON, error_text
 from tests.role_runner import run_role
-
-
-@pytest.fixture(autouse=True)
-def _ansible_env(monkeypatch):
-    monkeypatch.setattr(role_runner, "ansible_env", playbook_env)
-
 
 GOOD = {
     "tpu_framework_venv_path": "/nonexistent/cloudtpu-check-venv",

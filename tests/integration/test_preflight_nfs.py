@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import role_runner
 from tests.integration.playbook_helpers import (
     LOCAL_PYTHON,
     error_text,
-    playbook_env,
     run_playbook,
 )
 from tests.role_runner import run_role
@@ -23,11 +21,6 @@ from tests.role_runner import run_role
 # The value the role must refuse as a worker address (not an address anything binds to).
 ANY_ADDRESS = "0.0.0.0"  # noqa: S104
 SELF_SERVED = {**LOCAL_PYTHON, "tpu_nfs_server_host": "localhost", "tpu_node": "p1"}
-
-
-@pytest.fixture(autouse=True)
-def _ansible_env(monkeypatch):
-    monkeypatch.setattr(role_runner, "ansible_env", playbook_env)
 
 
 CASES = [

@@ -10,14 +10,8 @@ import subprocess
 
 import pytest
 
-from tests import role_runner
-from tests.integration.playbook_helpers import LOCAL_PYTHON, error_text, playbook_env
+from tests.integration.playbook_helpers import LOCAL_PYTHON, error_text
 from tests.role_runner import run_role
-
-
-@pytest.fixture(autouse=True)
-def _ansible_env(monkeypatch):
-    monkeypatch.setattr(role_runner, "ansible_env", playbook_env)
 
 
 def _system_python() -> str:
