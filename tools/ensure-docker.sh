@@ -17,8 +17,14 @@ if ! command -v dockerd >/dev/null 2>&1; then
   fi
   log "installing docker.io (about a minute)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq docker.io >/dev/null
+  for attempt in 1 2 3; do
+    if apt-get update -qq && apt-get install -y -qq docker.io >/dev/null; then
+      break
+    fi
+    [ "$attempt" -lt 3 ] || { log "could not install docker.io (three attempts)"; exit 1; }
+    log "apt-get failed; trying again in 15 s"
+    sleep 15
+  done
 fi
 
 if ! docker info >/dev/null 2>&1; then

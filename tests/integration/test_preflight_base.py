@@ -11,6 +11,7 @@ CASES = [
     ("tpu_base_apt_lock_timeout", -5, "-5"),
     ("tpu_base_apt_lock_timeout", 99999, "99999"),
     ("tpu_base_apt_cache_valid_time", "hourly", "hourly"),
+    ("tpu_base_apt_retries", 500, "500"),
     ("tpu_base_unattended_upgrades", "off", "off"),
     ("tpu_base_packages", "htop git", "htop git"),
     ("tpu_base_packages", ["htop; rm -rf /"], "htop; rm -rf /"),

@@ -130,6 +130,7 @@ CASES = [
         "tpu_nfs_server_host",
         "ghost-w0",
     ),
+    ("apt-retries-word", {"tpu_nfs_apt_retries": "often"}, None, "tpu_nfs_apt_retries", "often"),
 ]
 
 

@@ -38,6 +38,7 @@ CASES = [
         "tpu_remote_shell_apt_cache_valid_time",
         "soon",
     ),
+    ({"tpu_remote_shell_apt_retries": "often"}, "tpu_remote_shell_apt_retries", "often"),
 ]
 
 

@@ -56,8 +56,14 @@ if [ -z "$mirror" ]; then
 fi
 if ! command -v debootstrap >/dev/null 2>&1; then
   log "installing debootstrap"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  for attempt in 1 2 3; do
+    if apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; then
+      break
+    fi
+    [ "$attempt" -lt 3 ] || { log "could not install debootstrap (three attempts)"; exit 1; }
+    log "apt-get failed; trying again in 15 s"
+    sleep 15
+  done
 fi
 
 work=$(mktemp -d /var/tmp/cloudtpu-image.XXXXXX)
@@ -65,9 +71,21 @@ trap 'rm -rf "$work"' EXIT
 rootfs="$work/rootfs"
 packages=$(grep -v '^[[:space:]]*\(#\|$\)' "$here/packages.txt" | paste -sd, -)
 
-log "debootstrap $suite from $mirror (about a minute)"
-debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror" \
-  >"$work/debootstrap.log" 2>&1 || { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+# A mirror that fails for a moment should not fail the build: three attempts, 15 s apart.
+for attempt in 1 2 3; do
+  log "debootstrap $suite from $mirror (about a minute; attempt $attempt of 3)"
+  rm -rf "$rootfs"
+  if debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror" \
+    >"$work/debootstrap.log" 2>&1; then
+    break
+  fi
+  tail -n 30 "$work/debootstrap.log" >&2
+  if [ "$attempt" -eq 3 ]; then
+    log "debootstrap failed three times; its log is above"
+    exit 1
+  fi
+  sleep 15
+done
 
 cat > "$rootfs/etc/apt/sources.list" <<SOURCES
 deb $mirror $suite main
