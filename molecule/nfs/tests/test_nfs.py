@@ -85,11 +85,38 @@ def test_ganesha_runs_and_starts_at_boot():
     assert service.is_enabled, status
 
 
+def test_ganesha_starts_while_the_rquota_port_is_taken():
+    """rpc.statd can hold any reserved port, 875 (rquota) too: the server must not need it."""
+    host = get(SERVER)
+    holder = (
+        "import os, socket, time; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+        "s.bind(('127.0.0.1', 875)); "
+        "open('/run/cloudtpu-hold-875.pid', 'w').write(str(os.getpid())); time.sleep(120)"
+    )
+    taken = host.run("ss -H -lun 'sport = :875'").stdout.strip()
+    if not taken:
+        host.check_output(f'setsid -f python3 -c "{holder}" >/dev/null 2>&1; sleep 1')
+    try:
+        assert host.run("ss -H -lun 'sport = :875'").stdout.strip(), "port 875 is not taken"
+        host.check_output("systemctl restart nfs-ganesha")
+        up = host.run(
+            "for i in $(seq 1 30); do ss -H -ltn 'sport = :2049' | grep -q . && exit 0; "
+            "sleep 1; done; exit 1"
+        )
+        log = host.run("tail -n 5 /var/log/ganesha/ganesha.log").stdout
+        assert up.rc == 0, f"nfs-ganesha does not listen on 2049 with port 875 taken:\n{log}"
+        assert host.service("nfs-ganesha").is_running, log
+    finally:
+        host.run("test -f /run/cloudtpu-hold-875.pid && kill $(cat /run/cloudtpu-hold-875.pid)")
+
+
 @pytest.mark.parametrize(
     "setting",
     [
         "Protocols = 4;",
         "Graceless = true;",
+        "Enable_NLM = false;",
+        "Enable_RQUOTA = false;",
         "Name = VFS;",
         "Squash = root_squash;",
         f'Path = "{EXPORT}";',
