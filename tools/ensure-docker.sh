@@ -5,6 +5,8 @@
 set -euo pipefail
 
 log() { printf 'ensure-docker: %s\n' "$*" >&2; }
+# shellcheck source=tools/lib/retry.sh
+. "$(dirname "$0")/lib/retry.sh"
 
 if docker info >/dev/null 2>&1; then
   exit 0
@@ -17,14 +19,8 @@ if ! command -v dockerd >/dev/null 2>&1; then
   fi
   log "installing docker.io (about a minute)"
   export DEBIAN_FRONTEND=noninteractive
-  for attempt in 1 2 3; do
-    if apt-get update -qq && apt-get install -y -qq docker.io >/dev/null; then
-      break
-    fi
-    [ "$attempt" -lt 3 ] || { log "could not install docker.io (three attempts)"; exit 1; }
-    log "apt-get failed; trying again in 15 s"
-    sleep 15
-  done
+  install_docker() { apt-get update -qq && apt-get install -y -qq docker.io >/dev/null; }
+  retry 3 15 "installing docker.io" install_docker
 fi
 
 if ! docker info >/dev/null 2>&1; then

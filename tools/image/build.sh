@@ -17,6 +17,8 @@ suite=bookworm
 ca_dir=${CLOUDTPU_EXTRA_CA_DIR:-/usr/local/share/ca-certificates}
 
 log() { printf 'image: %s\n' "$*" >&2; }
+# shellcheck source=tools/lib/retry.sh
+. "$here/../lib/retry.sh"
 
 host_mirror() {
   local uri=""
@@ -56,14 +58,10 @@ if [ -z "$mirror" ]; then
 fi
 if ! command -v debootstrap >/dev/null 2>&1; then
   log "installing debootstrap"
-  for attempt in 1 2 3; do
-    if apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; then
-      break
-    fi
-    [ "$attempt" -lt 3 ] || { log "could not install debootstrap (three attempts)"; exit 1; }
-    log "apt-get failed; trying again in 15 s"
-    sleep 15
-  done
+  install_debootstrap() {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  }
+  retry 3 15 "installing debootstrap" install_debootstrap
 fi
 
 work=$(mktemp -d /var/tmp/cloudtpu-image.XXXXXX)
@@ -71,21 +69,14 @@ trap 'rm -rf "$work"' EXIT
 rootfs="$work/rootfs"
 packages=$(grep -v '^[[:space:]]*\(#\|$\)' "$here/packages.txt" | paste -sd, -)
 
-# A mirror that fails for a moment should not fail the build: three attempts, 15 s apart.
-for attempt in 1 2 3; do
-  log "debootstrap $suite from $mirror (about a minute; attempt $attempt of 3)"
+# Each attempt starts from an empty folder and shows the end of its log when it fails.
+bootstrap() {
   rm -rf "$rootfs"
-  if debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror" \
-    >"$work/debootstrap.log" 2>&1; then
-    break
-  fi
-  tail -n 30 "$work/debootstrap.log" >&2
-  if [ "$attempt" -eq 3 ]; then
-    log "debootstrap failed three times; its log is above"
-    exit 1
-  fi
-  sleep 15
-done
+  debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror" \
+    >"$work/debootstrap.log" 2>&1 || { tail -n 30 "$work/debootstrap.log" >&2; return 1; }
+}
+log "debootstrap $suite from $mirror (about a minute)"
+retry 3 15 "debootstrap" bootstrap
 
 cat > "$rootfs/etc/apt/sources.list" <<SOURCES
 deb $mirror $suite main
