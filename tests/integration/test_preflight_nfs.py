@@ -131,6 +131,7 @@ CASES = [
         "ghost-w0",
     ),
     ("apt-retries-word", {"tpu_nfs_apt_retries": "often"}, None, "tpu_nfs_apt_retries", "often"),
+    ("apt-retries-negative", {"tpu_nfs_apt_retries": -1}, None, "tpu_nfs_apt_retries", "-1"),
 ]
 
 

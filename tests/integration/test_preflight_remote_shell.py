@@ -39,6 +39,7 @@ CASES = [
         "soon",
     ),
     ({"tpu_remote_shell_apt_retries": "often"}, "tpu_remote_shell_apt_retries", "often"),
+    ({"tpu_remote_shell_apt_retries": 500}, "tpu_remote_shell_apt_retries", "500"),
 ]
 
 
