@@ -17,6 +17,10 @@ description:
     C(tpu_worker_count), C(tpu_accelerator_type), C(tpu_generation), C(tpu_chips_per_host),
     C(tpu_device_glob), C(tpu_internal_ip), C(tpu_external_ip), C(tpu_state), C(tpu_health),
     C(tpu_runtime_version), C(tpu_labels), C(tpu_spot) and C(ansible_host).
+  - The pod of each worker is published once, on every worker of the node
+    C(tpu_pod_coordinator) (the inventory name of worker 0), C(tpu_pod_coordinator_ip) (its
+    internal address), C(tpu_pod_hosts) and C(tpu_pod_ips) (every worker of the node, in
+    worker order). Roles and playbooks read them through the C(cloudtpu.pod.pod) lookup.
   - Hosts are put in the groups C(tpu), C(tpu_node_<node>), C(tpu_type_<accelerator type>),
     C(tpu_zone_<zone>), C(tpu_gen_<generation>) and C(tpu_coordinator) (worker 0 of each node),
     with every character other than letters, digits and underscores replaced by an underscore.
@@ -209,6 +213,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
     accelerator_facts,
     node_accelerator_type,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import pod_vars
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import node_matches
 
 CACHE_VERSION = 2
@@ -355,6 +360,12 @@ def node_hosts(
         )
         groups = node_groups + (["tpu_coordinator"] if worker_id == 0 else [])
         hosts.append((name, hostvars, groups))
+    # The pod contract, decoded once here (module_utils/tpu_pod.py; the cloudtpu.pod.pod lookup
+    # returns the same for static inventories).
+    shared = pod_vars((name, str(hv["tpu_internal_ip"] or "")) for name, hv, _ in hosts)
+    shared = {key: wrap(value) for key, value in shared.items()}
+    for _, hostvars, _ in hosts:
+        hostvars.update(shared)
     return hosts
 
 

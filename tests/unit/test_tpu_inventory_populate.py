@@ -26,6 +26,10 @@ HOSTVAR_KEYS = {
     "tpu_labels",
     "tpu_spot",
     "ansible_host",
+    "tpu_pod_coordinator",
+    "tpu_pod_coordinator_ip",
+    "tpu_pod_hosts",
+    "tpu_pod_ips",
 }
 
 
@@ -82,6 +86,11 @@ def test_multi_host_node_gives_one_host_per_endpoint_with_every_variable() -> No
         "tpu_labels": {"team": "vision"},
         "tpu_spot": True,
         "ansible_host": "34.1.1.4",
+        # The pod contract: worker 0 coordinates, internal addresses in worker order.
+        "tpu_pod_coordinator": "pod-a-w0",
+        "tpu_pod_coordinator_ip": "10.0.0.2",
+        "tpu_pod_hosts": ["pod-a-w0", "pod-a-w1", "pod-a-w2", "pod-a-w3"],
+        "tpu_pod_ips": ["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5"],
     }
     assert groups == [
         "tpu",

@@ -1,0 +1,84 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The pod of the current host: its coordinator, its workers and their addresses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.errors import AnsibleError
+from ansible.plugins.lookup import LookupBase
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import pod_of
+
+DOCUMENTATION = r"""
+name: pod
+author: cloudtpu.pod maintainers
+version_added: 0.2.0
+short_description: The pod of the current host (coordinator, workers, addresses)
+description:
+  - With the C(cloudtpu.pod.tpu_vm) inventory the answer is what the inventory published on
+    the host (C(tpu_pod_coordinator), C(tpu_pod_coordinator_ip), C(tpu_pod_hosts),
+    C(tpu_pod_ips)).
+  - With a static inventory, the pod is every host of group C(tpu) (else of the play) with the
+    same C(tpu_node), ordered by C(tpu_worker_id); the first coordinates. A worker's address is
+    C(tpu_internal_ip), else C(ansible_host), else its inventory name.
+  - Returns C(node), C(worker_id) (the host's place in C(hosts)), C(coordinator),
+    C(coordinator_ip), C(hosts) and C(ips).
+options:
+  _terms:
+    description: Keys to return; without keys the whole mapping is returned.
+    required: false
+    type: list
+    elements: str
+"""
+
+EXAMPLES = r"""
+- name: Talk to the coordinator of this worker's pod
+  ansible.builtin.debug:
+    msg: "{{ lookup('cloudtpu.pod.pod', 'coordinator_ip') }}"
+"""
+
+RETURN = r"""
+_raw:
+  description: The values of the keys asked for, or the whole mapping.
+  type: raw
+"""
+
+_HOST_KEYS = (
+    "tpu_node",
+    "tpu_worker_id",
+    "tpu_internal_ip",
+    "ansible_host",
+    "tpu_pod_coordinator",
+    "tpu_pod_coordinator_ip",
+    "tpu_pod_hosts",
+    "tpu_pod_ips",
+)
+KEYS = ("node", "worker_id", "coordinator", "coordinator_ip", "hosts", "ips")
+
+
+class LookupModule(LookupBase):
+    def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list:
+        variables = variables or {}
+        host = variables.get("inventory_hostname")
+        if not host:
+            raise AnsibleError("cloudtpu.pod.pod: no current host (inventory_hostname)")
+        groups = variables.get("groups") or {}
+        candidates = list(groups.get("tpu") or variables.get("ansible_play_hosts_all") or [])
+        hostvars_all = variables.get("hostvars") or {}
+        wanted = list(dict.fromkeys([*candidates, host]))
+        own = hostvars_all.get(host) or {}
+        published = all(own.get(k) for k in _HOST_KEYS[4:])
+        views: dict[str, dict[str, Any]] = {}
+        for name in [host] if published else wanted:
+            source = hostvars_all.get(name) or {}
+            views[name] = {k: self._templar.template(source[k]) for k in _HOST_KEYS if k in source}
+        pod = pod_of(host, views, wanted)
+        if not terms:
+            return [pod]
+        unknown = [t for t in terms if t not in KEYS]
+        if unknown:
+            raise AnsibleError(
+                f"cloudtpu.pod.pod: unknown key(s) {unknown}; use any of {list(KEYS)}"
+            )
+        return [pod[t] for t in terms]

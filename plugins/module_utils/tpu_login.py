@@ -1,0 +1,126 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Who logs in to a worker, and where their home, venv and run logs are.
+
+The one place that decides it (the ``cloudtpu.pod.login`` lookup is its only caller in plays).
+The answer comes from variables only, never from facts: a fact cache gathered under become
+says ``user_dir=/root`` for everybody, and a cache must not change who the user is.
+
+Order for the user: ``tpu_login_user``, else the connection user (``ansible_user``, then
+``ansible_ssh_user``), else the configured remote user (``ANSIBLE_REMOTE_USER`` or
+``remote_user`` in ansible.cfg), else the controller's own user (what ssh itself would use).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+VERSION_RE = re.compile(r"^3\.[0-9]{1,2}$")
+DEFAULT_PYTHON_VERSION = "3.10"
+RUNS_FOLDER = "cloudtpu-runs"
+KEYS = ("user", "home", "venv", "runs_dir", "source")
+
+# Where the user may come from, in order, with the name a message uses for each.
+USER_SOURCES = (
+    ("tpu_login_user", "tpu_login_user"),
+    ("ansible_user", "ansible_user"),
+    ("ansible_ssh_user", "ansible_ssh_user"),
+)
+
+
+class LoginError(ValueError):
+    """A login variable has a value that cannot be used; the message names it."""
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def check_user(name: str, value: Any) -> str:
+    text = str(value).strip() if value is not None else ""
+    if not USER_RE.match(text):
+        raise LoginError(
+            f"{name} is {value!r}: a login user must be a Linux user name (lower-case letters, "
+            "digits, '_', '-', '.', starting with a letter or '_', at most 32 characters)"
+        )
+    return text
+
+
+def check_absolute(name: str, value: Any) -> str:
+    text = str(value).strip() if value is not None else ""
+    normal = posixpath.normpath(text) if text else ""
+    if (
+        not text.startswith("/")
+        or ".." in text.split("/")
+        or normal in ("/", "//")
+        or "\n" in text
+        or normal != text.rstrip("/")
+    ):
+        raise LoginError(
+            f"{name} is {value!r}: it must be an absolute, normalised path below / "
+            "(no '..', no '~', not / itself)"
+        )
+    return normal
+
+
+def resolve(
+    variables: Mapping[str, Any],
+    configured_remote_user: str | None = None,
+    controller_user: Callable[[], str] | None = None,
+) -> dict[str, str]:
+    """The login contract for one host, from its (already templated) variables.
+
+    Returns ``{"user", "home", "venv", "runs_dir", "source"}``; ``source`` names where the
+    user came from. Raises LoginError with the variable, its value and what is allowed.
+    """
+    user = ""
+    source = ""
+    for key, label in USER_SOURCES:
+        value = variables.get(key)
+        if not _blank(value):
+            user, source = check_user(label, value), label
+            break
+    if not user and not _blank(configured_remote_user):
+        user = check_user(
+            "remote_user (ANSIBLE_REMOTE_USER or ansible.cfg)", configured_remote_user
+        )
+        source = "remote_user"
+    if not user and controller_user is not None:
+        user = check_user("the controller's user", controller_user())
+        source = "controller user"
+    if not user:
+        raise LoginError(
+            "no login user: set tpu_login_user, ansible_user or ANSIBLE_REMOTE_USER to the user "
+            "who logs in to the workers"
+        )
+
+    home_value = variables.get("tpu_login_home")
+    if _blank(home_value):
+        home = "/root" if user == "root" else f"/home/{user}"
+    else:
+        home = check_absolute("tpu_login_home", home_value)
+
+    version_value = variables.get("tpu_python_version")
+    version = DEFAULT_PYTHON_VERSION if _blank(version_value) else str(version_value).strip()
+    if not isinstance(version_value, (str, type(None))) or not VERSION_RE.match(version):
+        raise LoginError(
+            f"tpu_python_version is {version_value!r}: it must be a Python version 3.X such as "
+            f"'{DEFAULT_PYTHON_VERSION}' (quote it in YAML: 3.10 unquoted is the number 3.1)"
+        )
+    venv_value = variables.get("tpu_venv_path")
+    if _blank(venv_value):
+        venv = posixpath.join(home, ".venv" + version.replace(".", ""))
+    else:
+        venv = check_absolute("tpu_venv_path", venv_value)
+
+    return {
+        "user": user,
+        "home": home,
+        "venv": venv,
+        "runs_dir": posixpath.join(home, RUNS_FOLDER),
+        "source": source,
+    }
