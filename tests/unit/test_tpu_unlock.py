@@ -42,6 +42,7 @@ JSON_KEYS = {
     "kept",
     "killed",
     "message",
+    "refused",
     "removed",
     "unreadable",
 }
@@ -81,6 +82,7 @@ class Pod:
 
     def args(self, *extra: str) -> list[str]:
         args = ["--device-glob", str(self.root / "dev" / "accel*"), "--log-dir", str(self.log_dir)]
+        args += ["--tmp-dir", str(self.root)]
         for lock in self.locks:
             args += ["--lock", str(lock)]
         return [*args, *extra]
@@ -308,6 +310,7 @@ def test_paths_from_the_environment(pod: Pod) -> None:
         TPU_UNLOCK_DEVICE_GLOB=str(pod.root / "dev" / "accel*"),
         TPU_UNLOCK_LOCKS=":".join(str(lock) for lock in pod.locks),
         TPU_UNLOCK_LOG_DIR=str(pod.log_dir),
+        TPU_UNLOCK_TMP_DIR=str(pod.root),
     )
     result = subprocess.run(
         [sys.executable, str(TOOL), "--json"],
@@ -367,17 +370,17 @@ def test_unreadable_processes_keep_the_lock(
 def test_unreadable_descriptor_links_keep_the_lock(
     pod: Pod, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Root without CAP_SYS_PTRACE lists /proc/<pid>/fd but cannot read the links: keep."""
+    """Root without CAP_SYS_PTRACE lists /proc/<pid>/fd but cannot stat the links: keep."""
     pod.stale()
     child = pod.hold()
-    real_readlink = os.readlink
+    real_stat = os.stat
 
-    def readlink(path: str, *args: object, **kwargs: object) -> str:
+    def fake_stat(path: str, *args: object, **kwargs: object) -> os.stat_result:
         if f"/{child.pid}/fd/" in str(path):
             raise PermissionError(13, "Permission denied", path)
-        return real_readlink(path, *args, **kwargs)
+        return real_stat(path, *args, **kwargs)
 
-    monkeypatch.setattr(tpu_unlock.os, "readlink", readlink)
+    monkeypatch.setattr(tpu_unlock.os, "stat", fake_stat)
     code = tpu_unlock.main(pod.args("--json"))
     out = json.loads(capsys.readouterr().out)
     assert code == 4, out
@@ -387,8 +390,26 @@ def test_unreadable_descriptor_links_keep_the_lock(
 
 @pytest.mark.parametrize(
     "argv",
-    [["--grace", "-1"], ["--grace", "soon"], ["--user", "tpu"], ["--bogus"], ["--log-dir", "/"]],
-    ids=["negative-grace", "grace-not-a-number", "user-without-kill", "unknown-flag", "root-logs"],
+    [
+        ["--grace", "-1"],
+        ["--grace", "soon"],
+        ["--grace", "7200"],
+        ["--user", "tpu"],
+        ["--bogus"],
+        ["--owner", "no-such-user-here"],
+        ["--tmp-dir", "tmp"],
+        ["--tmp-dir", "/tmp/../etc"],
+    ],
+    ids=[
+        "negative-grace",
+        "grace-not-a-number",
+        "grace-over-an-hour",
+        "user-without-kill",
+        "unknown-flag",
+        "unknown-owner",
+        "relative-tmp-dir",
+        "tmp-dir-with-dotdot",
+    ],
 )
 def test_usage_errors(pod: Pod, argv: list[str]) -> None:
     result = pod.run(*argv)
@@ -396,20 +417,25 @@ def test_usage_errors(pod: Pod, argv: list[str]) -> None:
     assert "usage: tpu-unlock" in result.stderr, result.stderr
 
 
-def test_symlinked_log_dir_is_unlinked_not_followed(pod: Pod, tmp_path: Path) -> None:
+def test_symlinked_log_dir_is_refused_not_followed(pod: Pod, tmp_path: Path) -> None:
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "keep.txt").write_text("do not delete\n")
     pod.log_dir.symlink_to(precious)
     code, out = pod.run_json()
-    assert code == 0, out
-    assert not pod.log_dir.is_symlink() and (precious / "keep.txt").exists(), out
+    assert code == 5, out
+    assert pod.log_dir.is_symlink() and (precious / "keep.txt").exists(), out
+    assert out["refused"] == [
+        {"path": str(pod.log_dir), "reason": "is a symbolic link, not a folder"}
+    ], out
 
 
 def test_a_lock_path_that_is_a_folder_is_left_alone(pod: Pod) -> None:
     pod.locks[0].mkdir()
     (pod.locks[0] / "inside").write_text("x\n")
     code, out = pod.run_json()
-    assert code == 1, out
+    assert code == 5, out
     assert (pod.locks[0] / "inside").exists(), "a folder given as lock file was removed"
-    assert any("is a folder" in error for error in out["errors"]), out
+    assert out["refused"] == [
+        {"path": str(pod.locks[0]), "reason": "is a folder, not a regular file"}
+    ], out
