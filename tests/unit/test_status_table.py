@@ -1,0 +1,290 @@
+"""The status table (plugins/filter/status_table.py) and the probe that status.yml runs on each
+worker (playbooks/templates/status_probe.py.j2), the probe against folders made here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ansible_collections.cloudtpu.pod.plugins.filter.status_table import (
+    FilterModule,
+    describe_locks,
+    format_uptime,
+    parse_probe,
+    status_table,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE = REPO / "playbooks" / "templates" / "status_probe.py.j2"
+
+
+def api_node(name="pod", state="READY", health="HEALTHY", workers=2):
+    return {
+        "name": name,
+        "project": "p",
+        "zone": "us-central2-b",
+        "state": state,
+        "health": health,
+        "accelerator_type": "v4-16",
+        "workers": [
+            {"worker_id": i, "internal_ip": f"10.0.0.{i + 2}", "external_ip": None}
+            for i in range(workers)
+        ],
+    }
+
+
+def probe(**extra):
+    data = {
+        "uptime": 93784.2,
+        "devices": [],
+        "locks": {"holders": [], "removed": [], "exit_code": 0},
+        "runs": [],
+        "tpu_info": {"shown": False, "reason": "tpu-info is not installed in /home/u/.venv310"},
+    }
+    data.update(extra)
+    return json.dumps(data)
+
+
+def report(host, worker_id, node="pod", **extra):
+    base = {"host": host, "node": node, "worker_id": worker_id, "unreachable": False}
+    base.update(extra)
+    return base
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0d 00h 00m"), (93784.2, "1d 02h 03m"), ("59", "0d 00h 00m"), (None, "?"), (-1, "?")],
+)
+def test_format_uptime(seconds, text):
+    assert format_uptime(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("locks", "text"),
+    [
+        ({"holders": [], "removed": [], "exit_code": 0}, "free"),
+        (
+            {"holders": [{"pid": 42, "user": "ana", "command": "python train.py"}], "exit_code": 3},
+            "42/ana/python train.py",
+        ),
+        ({"holders": [], "exit_code": 4, "unreadable": [7]}, "not inspectable (needs root)"),
+        (
+            {"holders": [], "removed": ["/tmp/libtpu_lockfile"]},
+            "free, stale lock files: /tmp/libtpu_lockfile",
+        ),
+        (
+            {"error": "/usr/local/bin/tpu-unlock is not installed"},
+            "/usr/local/bin/tpu-unlock is not installed",
+        ),
+        (None, "?"),
+    ],
+)
+def test_describe_locks(locks, text):
+    assert describe_locks(locks) == text
+
+
+def test_parse_probe_takes_the_last_json_line():
+    assert parse_probe('warning: x\n{"uptime": 1}\n') == {"uptime": 1}
+    assert parse_probe("") is None
+    assert parse_probe("{not json") is None
+    assert parse_probe(None) is None
+
+
+def test_ready_node_with_runs_and_tpu_info():
+    runs = [
+        {
+            "run_id": "20261123T143000Z-ab12",
+            "cmd": "python train.py",
+            "pid": 77,
+            "state": "running",
+            "rc": None,
+        },
+        {
+            "run_id": "20261122T100000Z-cd34",
+            "cmd": "script: eval.sh",
+            "pid": 5,
+            "state": "exited",
+            "rc": 3,
+        },
+        {
+            "run_id": "20261121T100000Z-ef56",
+            "cmd": "sleep 1",
+            "pid": 9,
+            "state": "gone",
+            "rc": None,
+        },
+    ]
+    info = {"shown": True, "output": "chip 0  HBM 1.0 GiB\nchip 1  HBM 0.5 GiB"}
+    lines = status_table(
+        [api_node()],
+        [
+            report("pod-w0", 0, probe=probe(runs=runs, tpu_info=info)),
+            report("pod-w1", "1", probe=probe()),
+        ],
+    )
+    text = "\n".join(lines)
+    assert lines[0].startswith(
+        "node pod  type v4-16  p/us-central2-b  state READY  health HEALTHY  2 workers"
+    ), text
+    w0 = next(line for line in lines if line.strip().startswith("pod-w0"))
+    assert "10.0.0.2" in w0 and "1d 02h 03m" in w0 and w0.endswith("free"), text
+    assert "run 20261123T143000Z-ab12: running (pid 77): python train.py" in text
+    assert "run 20261122T100000Z-cd34: exited rc 3: script: eval.sh" in text
+    assert "run 20261121T100000Z-ef56: ended without an exit code (pid 9 is gone): sleep 1" in text
+    assert "        chip 1  HBM 0.5 GiB" in lines, text
+    assert "tpu-info: not shown, tpu-info is not installed in /home/u/.venv310" in text
+    assert text.count("pod-w1") == 1, text
+
+
+def test_preempted_node_shows_its_workers_from_the_api():
+    lines = status_table([api_node(state="PREEMPTED", health="")], [])
+    text = "\n".join(lines)
+    assert "state PREEMPTED  health -" in lines[0], text
+    assert "pod worker 0" in text and "pod worker 1" in text, text
+    assert text.count("not in the inventory (node PREEMPTED)") == 2, text
+
+
+def test_unreachable_worker_is_shown_as_such():
+    reports = [
+        report("pod-w0", 0, probe=probe()),
+        report(
+            "pod-w1", 1, unreachable=True, error="Failed to connect to the host via ssh: timeout"
+        ),
+    ]
+    lines = status_table([api_node()], reports)
+    w1 = next(line for line in lines if line.strip().startswith("pod-w1"))
+    assert "unreachable: Failed to connect to the host via ssh: timeout" in w1, lines
+    assert "10.0.0.3" in w1, lines
+
+
+def test_failed_probe_says_why():
+    lines = status_table(
+        [api_node(workers=1)], [report("pod-w0", 0, probe="", error="sudo: a password is required")]
+    )
+    assert any("probe failed: sudo: a password is required" in line for line in lines), lines
+
+
+def test_static_inventory_hosts_without_api_node():
+    lines = status_table([], [report("box", 0, node="", probe=probe(), state="")])
+    assert lines[0].startswith("node static"), lines
+    assert "the API did not list it" in lines[0], lines
+    assert any(line.strip().startswith("box") for line in lines), lines
+
+
+def test_empty_inventory_names_where_it_looked():
+    lines = status_table(
+        [],
+        [],
+        [{"item": "demo-project", "zones": ["europe-west4-a"]}, {"project": "q", "zones": []}],
+    )
+    assert lines == [
+        "No TPU node and no worker in the inventory. Looked in: project demo-project, zones "
+        "europe-west4-a; project q, every zone."
+    ]
+    assert "no project (set CLOUDTPU_PROJECT" in status_table([], [], [])[0]
+
+
+def test_api_errors_are_shown_and_the_rest_still_is():
+    looked = [{"item": "p", "zones": [], "failed": True, "msg": "403: TPU API disabled"}]
+    lines = status_table([], [report("pod-w0", 0, probe=probe())], looked)
+    assert lines[0] == "TPU API error for project p: 403: TPU API disabled", lines
+    assert any(line.strip().startswith("pod-w0") for line in lines), lines
+
+
+def test_filter_is_registered():
+    assert FilterModule().filters()["status_table"] is status_table
+
+
+# The probe, run as status.yml runs it (program on standard input) against folders made here.
+
+
+def run_probe(
+    tmp_path: Path, host: str = "pod-w0", venv: Path | None = None, glob_: str = ""
+) -> dict:
+    args = [
+        sys.executable, "-", "--host", host, "--runs-dir", str(tmp_path / "runs"),
+        "--venv", str(venv or tmp_path / "venv"),
+        "--device-glob", glob_ or str(tmp_path / "dev" / "accel*"),
+        "--unlock", str(tmp_path / "bin" / "tpu-unlock"),
+    ]  # fmt: skip
+    done = subprocess.run(args, input=PROBE.read_text(), capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def write_run(tmp_path: Path, run_id: str, host: str, rc: int | None = None, **record) -> None:
+    folder = tmp_path / "runs" / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {"run_id": run_id, "host": host, "cmd": "python train.py", "detached": True,
+            "pid": None, "started": 1763900000, "workdir": "/home/u"}  # fmt: skip
+    data.update(record)
+    (folder / f"{host}.json").write_text(json.dumps(data))
+    if rc is not None:
+        (folder / f"{host}.rc").write_text(f"{rc}\n")
+
+
+def test_probe_reads_the_run_records(tmp_path: Path):
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        write_run(tmp_path, "20261123T143000Z-ab12", "pod-w0", pid=live.pid)
+        write_run(tmp_path, "20261122T143000Z-cd34", "pod-w0", rc=0, pid=1, cmd="script: eval.sh")
+        write_run(tmp_path, "20261121T143000Z-ef56", "pod-w0", pid=2**22 + 7)
+        write_run(tmp_path, "20261120T143000Z-0000", "pod-w0", detached=False, pid=None)
+        write_run(tmp_path, "20261123T143000Z-ab12", "pod-w1", pid=live.pid)
+        found = run_probe(tmp_path)
+    finally:
+        live.kill()
+        live.wait()
+    runs = found["runs"]
+    assert [r["run_id"] for r in runs] == [
+        "20261123T143000Z-ab12", "20261122T143000Z-cd34", "20261121T143000Z-ef56"
+    ], runs  # fmt: skip
+    assert [r["state"] for r in runs] == ["running", "exited", "gone"], runs
+    assert runs[1]["rc"] == 0 and runs[1]["cmd"] == "script: eval.sh", runs
+    assert isinstance(found["uptime"], float) and found["uptime"] > 0
+
+
+def test_probe_without_tools_or_devices_says_why(tmp_path: Path):
+    found = run_probe(tmp_path)
+    assert found["runs"] == [] and found["devices"] == []
+    assert "tpu-unlock is not installed" in found["locks"]["error"]
+    assert found["tpu_info"] == {
+        "shown": False,
+        "reason": f"tpu-info is not installed in {tmp_path / 'venv'}",
+    }
+
+
+def write_tool(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{text}\n")
+    path.chmod(0o755)
+
+
+def test_probe_runs_tpu_unlock_dry_run_and_tpu_info(tmp_path: Path):
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "accel0").write_text("")
+    log = tmp_path / "unlock-args"
+    holders = '{"holders": [{"pid": 5, "user": "ana", "command": "python"}], "exit_code": 3}'
+    write_tool(tmp_path / "bin" / "tpu-unlock", f"echo \"$@\" > {log}; echo '{holders}'; exit 3")
+    write_tool(tmp_path / "venv" / "bin" / "tpu-info", "echo 'chip 0 busy'")
+    found = run_probe(tmp_path)
+    assert log.read_text().split()[:2] == ["--dry-run", "--json"]
+    assert found["locks"]["holders"][0]["user"] == "ana" and found["locks"]["rc"] == 3
+    assert found["devices"] == [str(tmp_path / "dev" / "accel0")]
+    assert found["tpu_info"] == {"shown": True, "output": "chip 0 busy"}
+
+
+def test_probe_with_tpu_info_but_no_device(tmp_path: Path):
+    write_tool(tmp_path / "venv" / "bin" / "tpu-info", "echo never")
+    found = run_probe(tmp_path)
+    assert found["tpu_info"] == {"shown": False, "reason": "no TPU device on this worker"}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc")
+def test_probe_program_is_plain_python(tmp_path: Path):
+    # status.yml sends the file as it is: no template markers in it.
+    text = PROBE.read_text()
+    assert "{{" not in text and "{%" not in text
