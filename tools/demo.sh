@@ -30,6 +30,10 @@ demo_env() {
   export ANSIBLE_PRIVATE_KEY_FILE="$demo/id_ed25519"
   # Host keys are checked, against a known_hosts file of the demo's own.
   export ANSIBLE_SSH_COMMON_ARGS="-o UserKnownHostsFile=$demo/known_hosts"
+  # The playbooks then need no -i: the same commands as on GCP with ANSIBLE_INVENTORY set.
+  export ANSIBLE_INVENTORY="$repo/inventories/demo"
+  # This demo's folder and port, for ssh -F "$DEMO_DIR/ssh_config" and make demo-down.
+  export DEMO_DIR="$demo" DEMO_PORT="$port"
 }
 
 playbook() {
@@ -89,7 +93,8 @@ case "${1:-up}" in
   env)
     demo_env
     for v in PATH ANSIBLE_CONFIG CLOUDTPU_API_ENDPOINT CLOUDTPU_PROJECT CLOUDTPU_ZONES GCP_AUTH_KIND \
-      GCP_ACCESS_TOKEN ANSIBLE_REMOTE_USER ANSIBLE_PRIVATE_KEY_FILE ANSIBLE_SSH_COMMON_ARGS; do
+      GCP_ACCESS_TOKEN ANSIBLE_REMOTE_USER ANSIBLE_PRIVATE_KEY_FILE ANSIBLE_SSH_COMMON_ARGS \
+      ANSIBLE_INVENTORY DEMO_DIR DEMO_PORT; do
       printf 'export %s=%q\n' "$v" "${!v}"
     done
     ;;
