@@ -14,7 +14,7 @@ export ANSIBLE_NOCOLOR ?= true
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help setup docker image lint unit integration sanity molecule test clean bench bench-inventory emulator-clean demo demo-ssh demo-down test-torch-xla
+.PHONY: help setup docker image lint unit integration journey sanity molecule test clean bench bench-inventory emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -46,6 +46,11 @@ unit: setup ## Unit tests (pytest, no Docker)
 integration: setup image ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
 	pytest -q tests/integration
 
+# The README's Day two blocks, verbatim and in order, on a demo pod of their own (its own folder,
+# port and container labels, so a demo of yours keeps running); the block extractor's tests first.
+journey: setup image ## The README walkthrough run as written on a 2-worker demo pod (about 10 min)
+	pytest -q -s tests/journey/test_readme_blocks.py tests/journey/test_journey.py
+
 sanity: setup ## ansible-test sanity on the collection's plugins
 	tools/sanity.sh
 
@@ -55,7 +60,9 @@ molecule: setup image ## Molecule scenarios in Docker: $(SCENARIOS)
 	  molecule test -s $$s; \
 	done
 
-test: lint unit integration sanity molecule ## The full test suite (what CI runs)
+# The journey right after integration: it needs what integration proves (playbooks against the
+# emulator's pods), and the README's promise gets its answer before the long molecule scenarios.
+test: lint unit integration journey sanity molecule ## The full test suite (what CI runs)
 
 test-torch-xla: setup image ## torch_xla really installed and imported (downloads about 4.4 GB; not in `test`)
 	molecule test -s torch-xla

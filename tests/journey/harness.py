@@ -1,0 +1,277 @@
+"""The journey harness: README.md's marked blocks run in bash, in a user's order, on one demo pod.
+
+Each step is one ``bash`` process in the repository folder, with a user's environment: what the
+caller had, minus every ANSIBLE_*, CLOUDTPU_*, GCP_* and DEMO_* setting and minus the project's
+.venv on PATH. A step after ``demo-env`` first runs the README's ``eval "$(tools/demo.sh env)"``
+block itself, as a user's shell would have done, then the step's block, under ``set -e``.
+Only DEMO_DIR, DEMO_PORT and CLOUDTPU_EMULATOR_ID are set by the harness: they keep this pod
+apart from a user's own demo (folder, port, container labels) and are not README text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.journey.readme_blocks import Block, extract
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+DEMO_DIR = REPO / ".cache" / "journey-demo"
+LOG_DIR = REPO / ".cache" / "journey"
+PROJECT_DIR = REPO / "myproject"
+NODE = "demo"
+PROJECT = "demo-project"
+ZONE = "us-central2-b"
+WORKERS = ["demo-w0", "demo-w1"]
+LABEL = "cloudtpu.emulator"
+WORKER_LABEL = "cloudtpu.worker"
+PYTHON_M = [str(REPO / ".venv" / "bin" / "python"), "-m"]
+
+# The README's journey blocks, in the order a user types them after cloning.
+STEPS = (
+    "demo-up",
+    "demo-env",
+    "sync",
+    "run-quoted",
+    "run-pipe",
+    "run-fail",
+    "run-detach",
+    "logs",
+    "status",
+    "preempt",
+    "status-preempted",
+    "recover",
+    "status-recovered",
+    "run-again",
+    "ssh",
+    "reset",
+    "reset-kill",
+    "teardown",
+)
+# Steps that run before the user has the demo's environment in their shell.
+BEFORE_ENV = ("demo-up", "demo-env")
+_STRIPPED = ("ANSIBLE_", "CLOUDTPU_", "GCP_", "DEMO_", "PY_COLORS")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def docker(*args: str, check: bool = True, timeout: float = 120) -> str:
+    done = subprocess.run(
+        ["docker", *args], capture_output=True, text=True, check=False, timeout=timeout
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"docker {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def docker_unavailable() -> str:
+    if shutil.which("docker") is None:
+        return "the docker command is not installed (make docker installs it)"
+    info = subprocess.run(["docker", "info"], capture_output=True, text=True, check=False)
+    if info.returncode != 0:
+        return f"no Docker daemon answers (make docker starts one): {info.stderr.strip()[:200]}"
+    return ""
+
+
+@dataclass
+class StepRun:
+    name: str
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    log: Path
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    def tail(self, lines: int = 80) -> str:
+        return f"(full output: {self.log})\n" + "\n".join(self.output.splitlines()[-lines:])
+
+
+@dataclass
+class Journey:
+    """State shared by the ordered steps of one journey: the pod, its labels, timings."""
+
+    blocks: dict[str, Block]
+    port: int
+    emulator_id: str
+    demo_dir: Path = DEMO_DIR
+    runs: dict[str, StepRun] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def from_readme(cls) -> Journey:
+        blocks = extract(README.read_text(encoding="utf-8"), STEPS)
+        return cls(blocks=blocks, port=free_port(), emulator_id=f"journey{os.getpid()}")
+
+    # -- running README blocks ----------------------------------------------------------------
+
+    def env(self) -> dict[str, str]:
+        venv_bin = str(REPO / ".venv" / "bin")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_STRIPPED)}
+        path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
+        env["PATH"] = os.pathsep.join(path)
+        env.update(
+            DEMO_DIR=str(self.demo_dir),
+            DEMO_PORT=str(self.port),
+            CLOUDTPU_EMULATOR_ID=self.emulator_id,
+        )
+        return env
+
+    def script(self, name: str, probe: str = "") -> str:
+        """The bash script of one step: the README's env block (after demo-env), the step's
+        block, then an optional probe of the harness's own (never README text)."""
+        parts = ["set -e\n"]
+        if name not in BEFORE_ENV:
+            parts.append(self.blocks["demo-env"].text)
+        parts.append(self.blocks[name].text)
+        if probe:
+            parts.append(f"# journey probe, not README text\n{probe}\n")
+        return "".join(parts)
+
+    def run(self, name: str, timeout: float = 900, probe: str = "") -> StepRun:
+        script = self.script(name, probe)
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        log = LOG_DIR / f"{STEPS.index(name) + 1:02d}-{name}.log"
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                ["bash", "-c", script],
+                cwd=REPO,
+                env=self.env(),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+            code, out, err = done.returncode, done.stdout, done.stderr
+        except subprocess.TimeoutExpired as expired:
+            code, out, err = -1, _text(expired.stdout), _text(expired.stderr)
+            err += f"\njourney: step {name} did not finish within {timeout:.0f} s"
+        result = StepRun(name, code, out, err, time.monotonic() - started, log)
+        log.write_text(
+            f"$ bash -c <<'SCRIPT'\n{script}SCRIPT\n--- exit {code} after {result.seconds:.1f} s\n"
+            f"--- stdout\n{out}\n--- stderr\n{err}",
+            encoding="utf-8",
+        )
+        self.runs[name] = result
+        print(f"[{result.seconds:6.1f} s] {name}: exit {code} (log {log.relative_to(REPO)})")
+        return result
+
+    # -- looking at the pod from outside -----------------------------------------------------
+
+    def admin(self, method: str, path: str, body: Any = None) -> Any:
+        """The emulator's admin API (/_emulator/...), which stands in for what Google does."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/_emulator/{path}", data=data, method=method
+        )
+        with urllib.request.urlopen(request, timeout=180) as response:  # noqa: S310
+            return json.loads(response.read() or b"null")
+
+    def node(self) -> dict[str, Any]:
+        zone = self.admin("GET", "state")["projects"][PROJECT]["zones"][ZONE]
+        for entry in zone["nodes"]:
+            if entry["name"].rsplit("/", 1)[-1] == NODE:
+                return entry
+        raise AssertionError(f"the emulator has no node {NODE}: {zone['nodes']}")
+
+    def addresses(self) -> list[str]:
+        return [e["ipAddress"] for e in self.node().get("networkEndpoints", [])]
+
+    def containers(self) -> dict[str, dict[str, str]]:
+        """This journey's worker containers, by worker index: name, id, state, hostname."""
+        names = docker(
+            "ps", "-a", "--filter", f"label={LABEL}={self.emulator_id}", "--format", "{{.Names}}"
+        ).split()
+        found = {}
+        for name in names:
+            fmt = (
+                f'{{{{index .Config.Labels "{WORKER_LABEL}"}}}} {{{{.Id}}}} {{{{.State.Status}}}} '
+                "{{.Config.Hostname}}"
+            )
+            worker, ident, state, hostname = docker("inspect", "--format", fmt, name).split()
+            found[worker] = {"name": name, "id": ident, "state": state, "hostname": hostname}
+        return found
+
+    def worker(self, index: int) -> dict[str, str]:
+        containers = self.containers()
+        assert str(index) in containers, f"no container for worker {index}: {containers}"
+        return containers[str(index)]
+
+    def exec(self, index: int, command: str, check: bool = True) -> str:
+        """A shell command in worker ``index``'s container, as root (the test's own hands)."""
+        return docker("exec", self.worker(index)["name"], "bash", "-c", command, check=check)
+
+    def exists(self, index: int, path: str) -> bool:
+        return self.exec(index, f"test -e {path} && echo yes || echo no").strip() == "yes"
+
+    def alive(self, index: int, pid: str) -> bool:
+        return self.exec(index, f"kill -0 {pid} 2>/dev/null && echo yes || echo no") == "yes\n"
+
+    def leftovers(self) -> dict[str, list[str]]:
+        label = f"label={LABEL}={self.emulator_id}"
+        return {
+            "containers": docker("ps", "-a", "--filter", label, "--format", "{{.Names}}").split(),
+            "networks": docker("network", "ls", "--filter", label, "--format", "{{.Name}}").split(),
+        }
+
+    def emulator_pid(self) -> int | None:
+        pidfile = self.demo_dir / "emulator.pid"
+        try:
+            return int(pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    # -- clean-up -----------------------------------------------------------------------------
+
+    def down(self) -> str:
+        """Take the pod down whatever state the journey left it in (tools/demo.sh down), then
+        remove any container or network still labelled with this journey's emulator id."""
+        done = subprocess.run(
+            [str(REPO / "tools" / "demo.sh"), "down"],
+            cwd=REPO,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        cleanup = subprocess.run(
+            [*PYTHON_M, "tools.tpu_emulator.docker_backend", "cleanup", "--id", self.emulator_id],
+            cwd=REPO,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return f"demo.sh down: exit {done.returncode}; cleanup: {cleanup.stdout.strip()}"
+
+    def timings(self) -> str:
+        rows = [
+            f"  {r.name:<18} {r.seconds:7.1f} s  exit {r.returncode}" for r in self.runs.values()
+        ]
+        total = time.monotonic() - self.started
+        return "\n".join(["journey timings:", *rows, f"  {'total':<18} {total:7.1f} s"])
+
+
+def _text(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
