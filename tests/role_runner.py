@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BIN = REPO / ".venv" / "bin"
+# The toolchain that runs the tests: .venv, or .venv-next under `make test-next`.
+BIN = Path(sys.executable).parent
 
 
 def ansible_env(**extra: str) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,8 @@ import yaml
 
 from tools.tpu_emulator.testing import REPO, TOKEN, EmulatorProcess, admin
 
-VENV_BIN = REPO / ".venv" / "bin"
+# The toolchain that runs the tests: .venv, or .venv-next under `make test-next`.
+VENV_BIN = Path(sys.executable).parent
 
 
 @dataclass

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-BIN = REPO / ".venv" / "bin"
+# The toolchain that runs the tests: .venv, or .venv-next under `make test-next`.
+BIN = Path(sys.executable).parent
 DEMO_STATE = REPO / "tools" / "tpu_emulator" / "demo-state.yml"
 DEMO_INVENTORY = REPO / "inventories" / "demo"
 PROJECT = "demo-project"
