@@ -17,13 +17,15 @@ description:
     interpreter comes from and which apt packages provide it.
   - The order is the distribution's own packages (C(pythonX.Y), C(pythonX.Y-venv),
     C(pythonX.Y-dev)) when the release ships that version, then on Ubuntu the deadsnakes PPA
-    when it publishes that version for the release, else no source, with a message that names
-    the version, the distribution and what would work.
+    when it publishes that version for the release, then the host's own apt sources when
+    I(apt_policy) shows a candidate for C(pythonX.Y) (an internal mirror or a local repository
+    added to the image), else no source, with a message that names the version, the
+    distribution and what would work.
   - The tables of what each release ships are part of this plugin (see the source); a release
     missing from them is only served when I(prefer) names the source explicitly.
   - Used by the C(cloudtpu.pod.python) role in its preflight; it never fails itself, so the role
     can put the message into an assertion.
-positional: _input, distribution, distribution_version, prefer
+positional: _input, distribution, distribution_version, prefer, apt_policy
 options:
   _input:
     description: The wanted Python version, C(major.minor) such as C(3.10).
@@ -47,6 +49,14 @@ options:
     type: str
     default: auto
     choices: [auto, system, deadsnakes]
+  apt_policy:
+    description:
+      - The output of C(apt-cache policy pythonX.Y) on the host. A C(Candidate:) version in it
+        means the host's apt sources offer the package, so C(auto) and C(system) install it from
+        there even where the release itself lacks it. Empty (the default) or C(Candidate: (none))
+        leaves the decision to the tables.
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -106,6 +116,7 @@ DEADSNAKES: dict[str, tuple[str, ...]] = {
 }
 
 VERSION_RE = re.compile(r"^3\.(\d{1,2})$")
+CANDIDATE_RE = re.compile(r"^\s*Candidate:\s*(\S+)\s*$", re.MULTILINE)
 PREFERENCES = ("auto", "system", "deadsnakes")
 
 
@@ -131,6 +142,14 @@ def _accept(version: str, source: str, message: str) -> dict[str, Any]:
         "interpreter": f"/usr/bin/python{version}",
         "message": message,
     }
+
+
+def apt_candidate(apt_policy: Any) -> str:
+    """The candidate version in ``apt-cache policy`` output, or an empty string when none."""
+    match = CANDIDATE_RE.search(str(apt_policy or ""))
+    if not match or match.group(1) == "(none)":
+        return ""
+    return match.group(1)
 
 
 def _shipped(versions: tuple[str, ...]) -> str:
@@ -161,6 +180,7 @@ def python_source(
     distribution: str,
     distribution_version: Any,
     prefer: str = "auto",
+    apt_policy: Any = "",
 ) -> dict[str, Any]:
     """Decide where Python ``version`` comes from on ``distribution`` ``distribution_version``."""
     version = str(version)
@@ -190,8 +210,15 @@ def python_source(
     known = (distribution, release) in SYSTEM
     shipped = SYSTEM.get((distribution, release), ())
     ppa = DEADSNAKES.get(release, ()) if distribution == "Ubuntu" else ()
+    candidate = apt_candidate(apt_policy)
+    from_sources = (
+        f"python{version} {candidate} from the host's apt sources ({where} itself ships "
+        f"{_shipped(shipped) or 'no python3'})."
+    )
 
     if prefer == "system":
+        if known and version not in shipped and candidate:
+            return _accept(version, "system", from_sources)
         if known and version not in shipped:
             return _refuse(
                 f"tpu_python_version '{version}' with tpu_python_source 'system': "
@@ -218,6 +245,8 @@ def python_source(
             "deadsnakes",
             f"python{version} from the deadsnakes PPA ({where} ships {_shipped(shipped)}).",
         )
+    if candidate:
+        return _accept(version, "system", from_sources)
     if not known:
         return _refuse(
             f"tpu_python_version '{version}': the python role does not know what {where} "

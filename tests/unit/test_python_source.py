@@ -99,3 +99,37 @@ def test_a_number_is_read_as_its_string():
 
 def test_the_filter_is_registered():
     assert FilterModule().filters()["python_source"] is python_source
+
+
+POLICY_310 = """python3.10:
+  Installed: (none)
+  Candidate: 3.10.13-0cloudtpu1
+  Version table:
+     3.10.13-0cloudtpu1 500
+        500 file:/srv/repo ./ Packages
+"""
+POLICY_NONE = "python3.10:\n  Installed: (none)\n  Candidate: (none)\n  Version table:\n"
+
+
+@pytest.mark.parametrize("prefer", ["auto", "system"])
+def test_the_hosts_apt_sources_serve_what_the_release_lacks(prefer):
+    got = python_source("3.10", "Debian", "12", prefer, POLICY_310)
+    assert got["ok"] and got["source"] == "system", got
+    assert got["packages"] == ["python3.10", "python3.10-venv", "python3.10-dev"], got
+    assert "3.10.13-0cloudtpu1 from the host's apt sources" in got["message"], got
+    assert "Debian 12 itself ships python3.11" in got["message"], got
+
+
+@pytest.mark.parametrize("policy", ["", POLICY_NONE, "N: Unable to locate package python3.10"])
+def test_no_apt_candidate_leaves_the_refusal(policy):
+    got = python_source("3.10", "Debian", "12", "auto", policy)
+    assert not got["ok"] and "Debian 12 ships python3.11" in got["message"], got
+
+
+def test_the_release_archive_and_the_ppa_come_before_the_hosts_sources():
+    assert (
+        "22.04 archive" in python_source("3.10", "Ubuntu", "22.04", "auto", POLICY_310)["message"]
+    )
+    assert python_source("3.10", "Ubuntu", "24.04", "auto", POLICY_310)["source"] == "deadsnakes"
+    refused = python_source("3.10", "Debian", "12", "deadsnakes", POLICY_310)
+    assert not refused["ok"] and "not Ubuntu" in refused["message"], refused
