@@ -1,0 +1,222 @@
+"""tpu-unlock as root on a host where an unprivileged user plants traps in /tmp.
+
+One worker-image container (sleep as its first process, no systemd) with a user `mallory`.
+Containers cannot create real TPU devices, so the "device" is a regular file in the root-owned
+folder /srv/fake-dev, given with --device-glob (the tool's test hook); a root process holding
+it stands for a training program. Stand-ins for sshd, journald and dbus hold /dev/null, as the
+real ones do. Every test asserts that only the holder of the device is ever signalled and that
+nothing outside the lock files is removed or followed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_lifecycle_docker import docker_unavailable
+
+REPO = Path(__file__).resolve().parents[2]
+TOOL = REPO / "roles" / "libtpu" / "files" / "tpu-unlock"
+IMAGE = "cloudtpu-pod-worker:current"
+DEVICES = "/srv/fake-dev/accel*"
+RACE_RUNS = 20
+
+
+class Box:
+    """The container, with helpers to run commands as root or as mallory."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def sh(self, script: str, *, user: str = "root", check: bool = True) -> str:
+        result = subprocess.run(
+            ["docker", "exec", "-u", user, self.name, "sh", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if check:
+            assert result.returncode == 0, f"{user}$ {script}\n{result.stdout}{result.stderr}"
+        return result.stdout
+
+    def background(self, script: str, *, user: str = "root") -> None:
+        subprocess.run(
+            ["docker", "exec", "-d", "-u", user, self.name, "sh", "-c", script], check=True
+        )
+
+    def pids(self, marker: str) -> list[int]:
+        """Pids of the `sleep <marker>` processes (each marker is a distinct number)."""
+        out = self.sh(f"pgrep -f '^sleep {marker}$' || true")
+        return [int(p) for p in out.split()]
+
+    def unlock(self, *args: str) -> tuple[int, dict]:
+        result = subprocess.run(
+            ["docker", "exec", self.name, "tpu-unlock", "--json", "--device-glob", DEVICES, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.stdout.strip(), f"no JSON from tpu-unlock: {result.stderr}"
+        out = json.loads(result.stdout)
+        print(f"tpu-unlock {' '.join(args)} -> {result.returncode}: {out['message']}")
+        return result.returncode, out
+
+
+@pytest.fixture(scope="module")
+def box() -> Iterator[Box]:
+    reason = docker_unavailable()
+    if reason:
+        print(f"SKIPPED test_tpu_unlock_container: {reason}")
+        pytest.skip(reason)
+    if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode:
+        pytest.skip(f"{IMAGE} is missing (make image builds it)")
+    name = f"cloudtpu-unlock-test-{uuid.uuid4().hex[:8]}"
+    # SYS_PTRACE: root may look at other users' descriptors, as on a real TPU VM.
+    subprocess.run(
+        [
+            *("docker", "run", "-d", "--rm", "--name", name, "--cap-add", "SYS_PTRACE"),
+            *("--label", "cloudtpu-unlock-test", "--entrypoint", "sleep", IMAGE, "infinity"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    started = time.monotonic()
+    try:
+        subprocess.run(["docker", "cp", str(TOOL), f"{name}:/usr/local/bin/tpu-unlock"], check=True)
+        found = Box(name)
+        found.sh("chmod 0755 /usr/local/bin/tpu-unlock && useradd -m mallory")
+        found.sh("mkdir -m 0755 /srv/fake-dev && : > /srv/fake-dev/accel0")
+        # Stand-ins for sshd, journald and dbus (root) and for a shell of mallory: /dev/null held.
+        for marker in ("1001", "1002", "1003"):
+            found.background(f"exec sleep {marker} </dev/null")
+        found.background("exec sleep 1004 </dev/null", user="mallory")
+        yield found
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+        print(f"tpu-unlock container test: {time.monotonic() - started:.1f} s")
+
+
+def innocents_alive(box: Box) -> None:
+    for marker in ("1001", "1002", "1003", "1004"):
+        assert box.pids(marker), f"sleep {marker}, which holds only /dev/null, was ended"
+
+
+def start_trainer(box: Box) -> int:
+    box.background("exec 3</srv/fake-dev/accel0; exec sleep 2001")
+    for _ in range(50):
+        if box.pids("2001"):
+            return box.pids("2001")[0]
+        time.sleep(0.1)
+    raise AssertionError("the stand-in training program did not start")
+
+
+def test_planted_links_and_fifos_are_refused(box: Box) -> None:
+    box.sh(
+        "ln -s /dev/null /tmp/libtpu_lockfile && mkfifo /tmp/libtpu.so_lockfile "
+        "&& ln -s /etc /tmp/tpu_logs",
+        user="mallory",
+    )
+    trainer = start_trainer(box)
+    code, out = box.unlock("--kill", "--grace", "2")
+    refused = {r["path"]: r["reason"] for r in out["refused"] if "path" in r}
+    assert code == 5, out
+    assert refused == {
+        "/tmp/libtpu_lockfile": "is a symbolic link, not a regular file",
+        "/tmp/libtpu.so_lockfile": "is a fifo, not a regular file",
+        "/tmp/tpu_logs": "is a symbolic link, not a folder",
+    }, out
+    assert [k["pid"] for k in out["killed"]] == [trainer], out
+    innocents_alive(box)
+    assert box.sh("test -L /tmp/libtpu_lockfile && test -p /tmp/libtpu.so_lockfile && echo ok")
+    assert box.sh("test -f /etc/passwd && test -d /etc/ssh && echo ok").strip() == "ok"
+    box.sh("rm -f /tmp/libtpu_lockfile /tmp/libtpu.so_lockfile /tmp/tpu_logs", user="mallory")
+
+
+def test_hard_link_to_a_held_file_is_refused(box: Box) -> None:
+    box.sh("echo mine > ~/notes && ln ~/notes /tmp/libtpu_lockfile", user="mallory")
+    box.background("exec 3<~/notes; exec sleep 1005", user="mallory")
+    time.sleep(0.5)
+    code, out = box.unlock("--kill", "--grace", "1")
+    assert code == 5, out
+    assert {"path": "/tmp/libtpu_lockfile", "reason": "has 2 hard links; it may be another "
+            "file's name"} in out["refused"], out  # fmt: skip
+    assert out["holders"] == [] and out["killed"] == [], out
+    assert box.pids("1005"), "mallory's process holding the hard-linked file was ended"
+    innocents_alive(box)
+    box.sh("rm -f /tmp/libtpu_lockfile", user="mallory")
+
+
+def test_device_folder_of_a_user_is_refused(box: Box) -> None:
+    """A device glob pointing into a folder a user owns cannot redirect the scan."""
+    box.sh("mkdir /tmp/m && ln -s /dev/null /tmp/m/accel0 && : > /tmp/m/accel1", user="mallory")
+    box.background("exec 3</tmp/m/accel1; exec sleep 1006", user="mallory")
+    box.sh(": > /tmp/libtpu_lockfile && chmod 0644 /tmp/libtpu_lockfile")
+    time.sleep(0.5)
+    code, out = box.unlock("--kill", "--device-glob", "/tmp/m/accel*")
+    refused = {r["path"]: r["reason"] for r in out["refused"]}
+    assert code == 5, out
+    for path in ("/tmp/m/accel0", "/tmp/m/accel1"):
+        assert refused.get(path, "").startswith("not a trusted device folder: /tmp/m belongs to")
+    assert "/tmp/libtpu_lockfile" in out["kept"] and out["killed"] == [], out
+    assert box.pids("1006"), "the holder of a file in mallory's folder was ended"
+    innocents_alive(box)
+    box.sh("rm -rf /tmp/m", user="mallory")
+    box.sh("rm -f /tmp/libtpu_lockfile")
+
+
+def test_system_paths_as_lock_files_are_refused(box: Box) -> None:
+    before = box.sh("sha256sum /etc/passwd /etc/shadow")
+    code, out = box.unlock("--lock", "/etc/passwd", "--lock", "/tmp/../etc/shadow")
+    assert code == 5, out
+    assert {r["path"] for r in out["refused"]} >= {"/etc/passwd", "/tmp/../etc/shadow"}, out
+    assert box.sh("sha256sum /etc/passwd /etc/shadow") == before
+
+
+def test_users_stale_lock_is_removed(box: Box) -> None:
+    """The tool still does its job: a regular stale lock of a user goes."""
+    box.sh(": > /tmp/libtpu_lockfile && mkdir /tmp/tpu_logs && : > /tmp/tpu_logs/a", user="mallory")
+    code, out = box.unlock()
+    assert code == 0, out
+    assert sorted(out["removed"]) == ["/tmp/libtpu_lockfile", "/tmp/tpu_logs"], out
+    left = box.sh("ls -A /tmp").split()
+    assert "libtpu_lockfile" not in left and "tpu_logs" not in left, left
+
+
+def test_race_swapping_the_lock_file(box: Box) -> None:
+    """mallory swaps the lock between a file, a link to /etc/passwd and a fifo, non-stop."""
+    passwd = hashlib.sha256(box.sh("cat /etc/passwd").encode()).hexdigest()
+    box.sh("echo 'secret' > ~/target && chmod 0600 ~/target", user="mallory")
+    box.background("exec sleep 1007 </etc/passwd")  # a root process holding the link's target
+    box.background(
+        "cd /tmp; while :; do : > libtpu_lockfile; rm -f libtpu_lockfile; "
+        "ln -s /etc/passwd libtpu_lockfile; rm -f libtpu_lockfile; mkfifo libtpu_lockfile; "
+        "rm -f libtpu_lockfile; ln -s ~/target libtpu_lockfile; rm -f libtpu_lockfile; done",
+        user="mallory",
+    )
+    codes: dict[int, int] = {}
+    seen = 0
+    try:
+        for _ in range(RACE_RUNS):
+            code, out = box.unlock("--kill", "--grace", "1")
+            codes[code] = codes.get(code, 0) + 1
+            assert code in (0, 5), out
+            assert out["killed"] == [] and out["holders"] == [], out
+            assert set(out["removed"]) <= {"/tmp/libtpu_lockfile"}, out
+            seen += bool(out["removed"] or out["refused"])
+    finally:
+        box.sh("pkill -u mallory -f 'while :' || true")
+    print(f"exit codes over {RACE_RUNS} runs during the race: {codes}; {seen} met the lock")
+    assert seen, "no run met the swapped lock file: the race did not happen, nothing was tested"
+    assert hashlib.sha256(box.sh("cat /etc/passwd").encode()).hexdigest() == passwd
+    assert box.sh("cat /home/mallory/target").strip() == "secret"
+    assert box.pids("1007"), "the root process holding /etc/passwd was ended"
+    innocents_alive(box)
