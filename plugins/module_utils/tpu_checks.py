@@ -1,0 +1,292 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Value checks shared by the collection's roles, playbooks, modules and inventory plugin.
+
+Every check returns ``''`` when the value is fine, else one sentence that names the variable,
+the value given and what is allowed, ready for an ``assert``'s ``fail_msg`` or ``fail_json``:
+
+* :func:`path_problem`: an absolute, normalised path that is not ``/`` or a system folder, with
+  optional rules per variable (``under``: strictly inside one of these folders; ``parent``:
+  directly in one of them, as libtpu's lock files in ``/tmp``; ``not_under``: more folders that
+  must not hold it).
+* :func:`network_problem`: CIDRs (IPv4 and IPv6) given as a string or a list; a set whose union
+  is the whole IPv4 or IPv6 internet is refused unless ``allow_world`` (a boolean, or a string
+  as from ``-e``) is true.
+* :func:`number_problem`: a number (or an int-like string, as ``-e`` gives) within bounds.
+* :data:`OPTION_LIMITS` and :func:`option_problems`: the bounds of the numeric options every TPU
+  module and the inventory plugin take (timeouts, poll intervals, retries), in one table.
+
+The filter plugins of the same names (``plugins/filter/checks.py``) expose these to Jinja.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ansible.module_utils.parsing.convert_bool import boolean
+
+# A folder that is never a valid place for anything the collection manages, with all below it.
+SYSTEM_TREES = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lost+found",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr/bin",
+    "/usr/include",
+    "/usr/lib",
+    "/usr/libexec",
+    "/usr/sbin",
+    "/usr/share",
+    "/usr/src",
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+)
+_LIB_TREE = re.compile(r"^/(usr/)?lib[^/]*(/|$)")
+# Folders that may hold what the collection manages, but are never that thing themselves.
+SYSTEM_FOLDERS = (
+    "/",
+    "/home",
+    "/media",
+    "/mnt",
+    "/opt",
+    "/root",
+    "/snap",
+    "/srv",
+    "/tmp",  # noqa: S108 (refused, not used)
+    "/usr",
+    "/usr/local",
+    "/usr/local/bin",
+    "/usr/local/lib",
+    "/usr/local/sbin",
+    "/usr/local/share",
+    "/var",
+    "/var/cache",
+    "/var/lib",
+    "/var/log",
+    "/var/tmp",  # noqa: S108 (refused, not used)
+)
+_BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def _shown(value: Any) -> str:
+    """The value as the user wrote it, quoted like Jinja's to_json."""
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _within(path: str, folder: str) -> bool:
+    """True when ``path`` is ``folder`` or inside it."""
+    folder = folder.rstrip("/") or "/"
+    return path == folder or path.startswith(folder if folder == "/" else folder + "/")
+
+
+def _folders(value: str | Iterable[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(item) for item in value]
+
+
+def system_folder(path: str) -> str:
+    """The system folder that makes ``path`` unusable, or ``''``."""
+    if path in SYSTEM_FOLDERS:
+        return path
+    lib = _LIB_TREE.match(path)
+    if lib:
+        return lib.group(0).rstrip("/")
+    for tree in SYSTEM_TREES:
+        if _within(path, tree):
+            return tree
+    return ""
+
+
+def _path_rules(
+    under: list[str], parent: list[str], not_under: list[str]
+) -> str:  # what is allowed, in words
+    words = "an absolute, normalised path without spaces"
+    if parent:
+        words += " directly in " + " or ".join(parent)
+    elif under:
+        words += " inside " + " or ".join(under)
+    words += ", not / or a system folder (such as /etc, /usr, /var, /tmp, /home or /opt themselves)"
+    if not_under:
+        words += " and not in " + ", ".join(not_under)
+    return words
+
+
+def path_problem(
+    value: Any,
+    name: str,
+    under: str | Iterable[str] | None = None,
+    parent: str | Iterable[str] | None = None,
+    not_under: str | Iterable[str] | None = None,
+) -> str:
+    """Why ``value`` is not an acceptable path for the variable ``name``; ``''`` when it is."""
+    under_l, parent_l, not_under_l = _folders(under), _folders(parent), _folders(not_under)
+    allowed = _path_rules(under_l, parent_l, not_under_l)
+
+    def problem(reason: str) -> str:
+        return f"{name} is {_shown(value)}: {reason}; allowed: {allowed}."
+
+    if not isinstance(value, str) or not value:
+        return problem("not a path")
+    if _BAD_CHARS.search(value):
+        return problem("it contains spaces or control characters")
+    if not value.startswith("/"):
+        return problem("it is not absolute")
+    if ".." in value.split("/"):
+        return problem("it contains '..'")
+    clean = posixpath.normpath(value)
+    if clean.startswith("//"):
+        clean = clean[1:]
+    if clean != value:
+        return problem(f"it is not normalised (write {clean})")
+    folder = system_folder(value)
+    if folder == value:
+        return problem("it is a system folder")
+    if folder:
+        return problem(f"it is in the system folder {folder}")
+    for bad in not_under_l:
+        if _within(value, bad):
+            return problem(f"it is in {bad}")
+    if parent_l and posixpath.dirname(value) not in [p.rstrip("/") or "/" for p in parent_l]:
+        return problem("it is not directly in " + " or ".join(parent_l))
+    if under_l and not any(_within(value, f) and value != f.rstrip("/") for f in under_l):
+        return problem("it is not inside " + " or ".join(under_l))
+    return ""
+
+
+_WORLD = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
+
+
+def network_problem(
+    value: Any,
+    name: str,
+    allow_world: Any = False,
+    world_flag: str = "",
+    allow_empty: bool = False,
+) -> str:
+    """Why ``value`` (a CIDR or a list of them) is not acceptable for ``name``; ``''`` if it is.
+
+    A set whose ranges together cover every IPv4 or every IPv6 address (0.0.0.0/0, two /1s,
+    ::/0 in pieces...) is "the world" and only passes when ``allow_world`` is true; the message
+    then names ``world_flag``, the switch that allows it.
+    """
+    items = [value] if isinstance(value, str) else value
+    allowed = "a list of networks in CIDR form such as 10.130.0.0/20 or fd00::/64"
+    flag = f" (set {world_flag}=true to allow it)" if world_flag else ""
+    allowed += ", not the whole internet" + flag
+
+    def problem(reason: str) -> str:
+        return f"{name} is {_shown(value)}: {reason}; allowed: {allowed}."
+
+    if isinstance(items, (Mapping, bytes)) or not isinstance(items, Iterable):
+        return problem("not a network or a list of networks")
+    items = list(items)
+    if not items and not allow_empty:
+        return problem("the list is empty")
+    networks = []
+    for item in items:
+        if not isinstance(item, str) or not item.strip():
+            return problem(f"{_shown(item)} is not a network")
+        try:
+            networks.append(ipaddress.ip_network(item.strip(), strict=True))
+        except ValueError as exc:
+            hint = ""
+            try:
+                hint = f" (the network is {ipaddress.ip_network(item.strip(), strict=False)})"
+            except ValueError:
+                pass
+            return problem(f"{_shown(item)} is not a valid CIDR: {exc}{hint}")
+    try:
+        world_ok = boolean(allow_world, strict=True)
+    except TypeError:
+        return f"{world_flag or 'allow_world'} must be true or false; got {_shown(allow_world)}."
+    for world in _WORLD:
+        same = [n for n in networks if n.version == world.version]
+        if same and world in ipaddress.collapse_addresses(same) and not world_ok:
+            return problem(f"together these cover every IPv{world.version} address ({world})")
+    return ""
+
+
+def _number(value: Any, integer: bool) -> int | float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return None if integer and not value.is_integer() else (int(value) if integer else value)
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"[+-]?[0-9]+", text):
+            return int(text)
+        if not integer and re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)", text):
+            return float(text)
+    return None
+
+
+def number_problem(
+    value: Any,
+    name: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    integer: bool = True,
+) -> str:
+    """Why ``value`` is not a number (an int-like string from ``-e`` counts) in the bounds."""
+    kind = "a whole number" if integer else "a number"
+    if minimum is not None and maximum is not None:
+        allowed = f"{kind} from {minimum:g} to {maximum:g}"
+    elif minimum is not None:
+        allowed = f"{kind} of at least {minimum:g}"
+    elif maximum is not None:
+        allowed = f"{kind} of at most {maximum:g}"
+    else:
+        allowed = kind
+    number = _number(value, integer)
+    if number is None:
+        return f"{name} is {_shown(value)}: not {kind}; allowed: {allowed}."
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        return f"{name} is {_shown(value)}: out of range; allowed: {allowed}."
+    return ""
+
+
+# The numeric options of the TPU modules and the inventory plugin: one table, one place.
+OPTION_LIMITS: dict[str, dict[str, Any]] = {
+    "timeout": {"minimum": 1, "maximum": 7 * 86400},
+    "poll_interval": {"minimum": 0.05, "maximum": 3600, "integer": False},
+    "retries": {"minimum": 1, "maximum": 100},
+    "retry_max_sleep": {"minimum": 0, "maximum": 600, "integer": False},
+    "request_timeout": {"minimum": 1, "maximum": 3600, "integer": False},
+    "page_size": {"minimum": 1, "maximum": 1000},
+}
+
+
+def option_problems(options: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Problems of the numeric options present (and not None) in ``options``."""
+    found = []
+    for key, limits in OPTION_LIMITS.items():
+        if options.get(key) is not None:
+            problem = number_problem(options[key], prefix + key, **limits)
+            if problem:
+                found.append(problem)
+    return found
+
+
+def check_module_options(module: Any) -> None:
+    """Fail the module (before any API call) when a numeric option is out of bounds."""
+    problems = option_problems(module.params)
+    if problems:
+        module.fail_json(msg=" ".join(problems), problems=problems)
