@@ -209,6 +209,7 @@ from ansible.errors import AnsibleError, AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.unsafe_proxy import wrap_var
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import TpuApiError, TpuClient
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import config_problems
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
     accelerator_facts,
     node_accelerator_type,
@@ -509,7 +510,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def parse(self, inventory: Any, loader: Any, path: str, cache: bool = True) -> None:
         super().parse(inventory, loader, path, cache)
-        self._read_config_data(path)
+        config = self._read_config_data(path)
+        problems = config_problems(config, self._options)
+        if problems:
+            raise AnsibleParserError(f"tpu_vm inventory {path}: " + " ".join(problems))
 
         projects = [p for p in (self.get_option("projects") or []) if p]
         if not projects:

@@ -204,6 +204,9 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
     TpuClient,
     auth_argument_spec,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
+    check_module_options,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
     node_matches,
     node_summary,
@@ -242,6 +245,7 @@ def read_nodes(client: TpuClient, params: dict[str, Any]) -> tuple[list[dict[str
 
 def main() -> None:
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    check_module_options(module)
     params = module.params
     try:
         client = TpuClient(module)

@@ -207,6 +207,9 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
     TpuClient,
     auth_argument_spec,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
+    check_module_options,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
     Deadline,
     multislice_node_ids,
@@ -471,6 +474,7 @@ class QueuedResourceTask:
 
 def main() -> None:
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    check_module_options(module)
     task = None
     try:
         client = TpuClient(module)
