@@ -8,57 +8,83 @@ TensorCores (two per chip, four chips per host, so eight cores per host). For v5
 chips; from 16 up each host holds four chips.
 
 Nothing here talks to the network or imports anything outside the standard library, so the
-inventory plugin, the modules and the local API emulator can share it.
+inventory plugin, the modules and the playbooks' filters can share it. The local API emulator
+keeps its own table (tools/tpu_emulator/catalog.py), so a mistake here shows up there.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 UNKNOWN = "unknown"
 
-# API family prefix -> (generation name used in groups and variables, what the size counts)
-FAMILIES: dict[str, tuple[str, str]] = {
-    "v2": ("v2", "cores"),
-    "v3": ("v3", "cores"),
-    "v4": ("v4", "cores"),
-    "v5p": ("v5p", "cores"),
-    "v5litepod": ("v5e", "chips"),
-    "v6e": ("v6e", "chips"),
+
+class Family(NamedTuple):
+    """One accelerator family as the TPU API names it, with what the code needs to know."""
+
+    generation: str  # name used in groups and variables (tpu_gen_<generation>)
+    counts: str  # what the size in <family>-<size> counts: "cores" or "chips"
+    config_type: str  # acceleratorConfig.type enum value
+    sizes: tuple[int, ...]  # slice sizes the public API offers
+    device_glob: str  # the TPU devices on each worker
+    runtime_version: str  # the software version the public guide names for this generation
+
+
+# The one table of accelerator families (API family prefix -> facts). Runtime versions follow the
+# public TPU software versions guide: v4 and older boot tpu-ubuntu2204-base, v5e, v5p and v6e
+# each have their own image. TPU7x (Ironwood) is offered through GKE only, not as TPU VMs.
+TABLE: dict[str, Family] = {
+    "v2": Family("v2", "cores", "V2", (8, 32, 128, 256, 512), "/dev/accel*", "tpu-ubuntu2204-base"),
+    "v3": Family(
+        "v3",
+        "cores",
+        "V3",
+        (8, 32, 64, 128, 256, 512, 1024, 2048),
+        "/dev/accel*",
+        "tpu-ubuntu2204-base",
+    ),
+    "v4": Family(
+        "v4",
+        "cores",
+        "V4",
+        tuple(8 * 2**i for i in range(10)),  # 8 .. 4096
+        "/dev/accel*",
+        "tpu-ubuntu2204-base",
+    ),
+    "v5p": Family(
+        "v5p",
+        "cores",
+        "V5P",
+        (*(8 * 2**i for i in range(11)), 12288),  # 8 .. 8192, 12288
+        "/dev/vfio/[0-9]*",
+        "v2-alpha-tpuv5",
+    ),
+    "v5litepod": Family(
+        "v5e",
+        "chips",
+        "V5LITE_POD",
+        (1, 4, 8, 16, 32, 64, 128, 256),
+        "/dev/vfio/[0-9]*",
+        "v2-alpha-tpuv5-lite",
+    ),
+    "v6e": Family(
+        "v6e",
+        "chips",
+        "V6E",
+        (1, 4, 8, 16, 32, 64, 128, 256),
+        "/dev/vfio/[0-9]*",
+        "v2-alpha-tpuv6e",
+    ),
 }
 
-# acceleratorConfig.type enum value -> API family prefix
-CONFIG_TYPES: dict[str, str] = {
-    "V2": "v2",
-    "V3": "v3",
-    "V4": "v4",
-    "V5P": "v5p",
-    "V5LITE_POD": "v5litepod",
-    "V6E": "v6e",
-}
-
-DEVICE_GLOBS: dict[str, str] = {
-    "v2": "/dev/accel*",
-    "v3": "/dev/accel*",
-    "v4": "/dev/accel*",
-    "v5e": "/dev/vfio/[0-9]*",
-    "v5p": "/dev/vfio/[0-9]*",
-    "v6e": "/dev/vfio/[0-9]*",
-}
-
-# Slice sizes the public API offers per family (used by the emulator to reject unknown types
-# the way the API does, and by modules to warn early). Well-formed but unlisted sizes are still
-# understood by accelerator_facts().
-SUPPORTED_SIZES: dict[str, tuple[int, ...]] = {
-    "v2": (8, 32, 128, 256, 512),
-    "v3": (8, 32, 64, 128, 256, 512, 1024, 2048),
-    "v4": tuple(8 * 2**i for i in range(10)),  # 8 .. 4096
-    "v5p": (*(8 * 2**i for i in range(11)), 12288),  # 8 .. 8192, 12288
-    "v5litepod": (1, 4, 8, 16, 32, 64, 128, 256),
-    "v6e": (1, 4, 8, 16, 32, 64, 128, 256),
-}
+# Views of the table, by the keys other code looks things up with.
+FAMILIES: dict[str, tuple[str, str]] = {k: (f.generation, f.counts) for k, f in TABLE.items()}
+CONFIG_TYPES: dict[str, str] = {f.config_type: k for k, f in TABLE.items()}
+DEVICE_GLOBS: dict[str, str] = {f.generation: f.device_glob for f in TABLE.values()}
+SUPPORTED_SIZES: dict[str, tuple[int, ...]] = {k: f.sizes for k, f in TABLE.items()}
+RUNTIME_VERSIONS: dict[str, str] = {f.generation: f.runtime_version for f in TABLE.values()}
 
 CORES_PER_HOST = 8
 CHIPS_PER_HOST = 4
@@ -77,6 +103,7 @@ def _unknown(accelerator_type: Any) -> dict[str, Any]:
         "chips": None,
         "chips_per_host": None,
         "device_glob": "",
+        "runtime_version": "",
     }
 
 
@@ -98,9 +125,10 @@ def accelerator_facts(accelerator_type: Any) -> dict[str, Any]:
     """Describe an accelerator type.
 
     Returns a dict with ``accelerator_type``, ``family``, ``generation`` (``v2`` ``v3`` ``v4``
-    ``v5e`` ``v5p`` ``v6e`` or ``unknown``), ``size``, ``hosts``, ``chips``, ``chips_per_host``
-    and ``device_glob``. Unknown families and sizes that break the family's naming rule give
-    generation ``unknown`` with the counts set to None and an empty device glob; nothing raises.
+    ``v5e`` ``v5p`` ``v6e`` or ``unknown``), ``size``, ``hosts``, ``chips``, ``chips_per_host``,
+    ``device_glob`` and ``runtime_version`` (the generation's usual software version). Unknown
+    families and sizes that break the family's naming rule give generation ``unknown`` with the
+    counts set to None and empty strings; nothing raises.
     """
     parts = split_accelerator_type(accelerator_type)
     if parts is None:
@@ -132,7 +160,13 @@ def accelerator_facts(accelerator_type: Any) -> dict[str, Any]:
         "chips": chips,
         "chips_per_host": chips_per_host,
         "device_glob": DEVICE_GLOBS[generation],
+        "runtime_version": RUNTIME_VERSIONS[generation],
     }
+
+
+def default_runtime_version(accelerator_type: Any) -> str:
+    """The runtime version a node of this type boots when none is named ("" when unknown)."""
+    return accelerator_facts(accelerator_type)["runtime_version"]
 
 
 def generation(accelerator_type: Any) -> str:

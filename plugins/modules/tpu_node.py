@@ -72,7 +72,10 @@ options:
   runtime_version:
     description:
       - TPU VM software image, for example C(tpu-ubuntu2204-base) or C(v2-alpha-tpuv5-lite).
-      - Required to create a node.
+      - When a node is created without it, the image the public guide names for the accelerator
+        type's generation (C(tpu-ubuntu2204-base) up to v4, C(v2-alpha-tpuv5-lite) for v5e,
+        C(v2-alpha-tpuv5) for v5p, C(v2-alpha-tpuv6e) for v6e). An existing node's image is
+        only compared when this is set.
     type: str
   description:
     description: Free text description of the node. Changed in place.
@@ -263,6 +266,9 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     check_module_options,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
+    default_runtime_version,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
     LOST_STATES,
     MUTABLE_FIELDS,
@@ -403,6 +409,10 @@ class NodeTask:
             )
 
     def create(self) -> dict[str, Any] | None:
+        if not self.wanted.get("runtime_version") and self.wanted.get("accelerator_type"):
+            self.wanted["runtime_version"] = (
+                default_runtime_version(self.wanted["accelerator_type"]) or None
+            )
         missing = [f for f in ("accelerator_type", "runtime_version") if not self.wanted.get(f)]
         if missing:
             self.module.fail_json(

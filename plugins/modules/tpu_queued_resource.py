@@ -82,7 +82,11 @@ options:
     description: TPU type and size of each node, for example C(v5litepod-16). Required to create.
     type: str
   runtime_version:
-    description: TPU VM software image of each node. Required to create.
+    description:
+      - TPU VM software image of each node.
+      - When created without it, the image the public guide names for the accelerator type's
+        generation (C(tpu-ubuntu2204-base) up to v4, C(v2-alpha-tpuv5-lite) for v5e,
+        C(v2-alpha-tpuv5) for v5p, C(v2-alpha-tpuv6e) for v6e).
     type: str
   description:
     description: Description of each node.
@@ -209,6 +213,9 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     check_module_options,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
+    default_runtime_version,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
     Deadline,
@@ -401,6 +408,10 @@ class QueuedResourceTask:
 
     def present(self, qr: dict[str, Any] | None) -> dict[str, Any]:
         if qr is None:
+            if not self.params["runtime_version"] and self.params["accelerator_type"]:
+                self.params["runtime_version"] = (
+                    default_runtime_version(self.params["accelerator_type"]) or None
+                )
             missing = [f for f in ("accelerator_type", "runtime_version") if not self.params[f]]
             if missing:
                 self.fail(

@@ -189,8 +189,16 @@ def test_unknown_accelerator_type_is_refused_with_the_api_message(api: Api) -> N
     assert api.node("pod-a") is None
 
 
-def test_create_without_runtime_version_names_the_option(api: Api) -> None:
+def test_create_without_runtime_version_boots_the_generations_image(api: Api) -> None:
     args = node_args(api)
+    del args["runtime_version"]
+    outcome = run_module("tpu_node", args)
+    assert not outcome.failed, outcome.msg
+    assert api.node("pod-a")["runtimeVersion"] == "tpu-ubuntu2204-base"
+
+
+def test_create_without_runtime_version_of_an_unknown_family_names_the_option(api: Api) -> None:
+    args = node_args(api, accelerator_type="v9-8")
     del args["runtime_version"]
     outcome = run_module("tpu_node", args)
     assert outcome.failed
@@ -205,8 +213,14 @@ def test_more_than_one_scheduling_choice_is_refused(api: Api) -> None:
 
 
 def test_stop_and_start_a_single_host_node(api: Api) -> None:
-    single = {"name": "dev", "accelerator_type": "v5litepod-8", "spot": None}
+    single = {
+        "name": "dev",
+        "accelerator_type": "v5litepod-8",
+        "spot": None,
+        "runtime_version": None,
+    }
     create(api, **single)
+    assert api.node("dev")["runtimeVersion"] == "v2-alpha-tpuv5-lite"
     stopped = run_module("tpu_node", node_args(api, state="stopped", **single))
     assert not stopped.failed, stopped.msg
     assert stopped["changed"] is True and api.node("dev")["state"] == "STOPPED"

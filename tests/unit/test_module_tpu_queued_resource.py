@@ -46,6 +46,26 @@ def test_spot_request_becomes_active_with_its_node(api: Api) -> None:
     assert "spot" in api.queued("qr-a")
 
 
+@pytest.mark.parametrize(
+    ("accelerator_type", "runtime"),
+    [
+        ("v5litepod-8", "v2-alpha-tpuv5-lite"),
+        ("v5p-8", "v2-alpha-tpuv5"),
+        ("v6e-4", "v2-alpha-tpuv6e"),
+    ],
+)
+def test_request_without_runtime_version_boots_the_generations_image(
+    api: Api, accelerator_type: str, runtime: str
+) -> None:
+    outcome = run_module(
+        "tpu_queued_resource",
+        qr_args(api, accelerator_type=accelerator_type, runtime_version=None),
+    )
+    assert not outcome.failed, outcome.msg
+    assert api.node("qr-a")["runtimeVersion"] == runtime
+    assert api.queued("qr-a")["tpu"]["nodeSpec"][0]["node"]["runtimeVersion"] == runtime
+
+
 def test_multislice_request_creates_prefixed_nodes(api: Api) -> None:
     outcome = run_module(
         "tpu_queued_resource", qr_args(api, node_count=3, node_prefix="ms", tier="guaranteed")

@@ -224,11 +224,15 @@ def test_zone_accelerator_type_restrictions() -> None:
     with serve(limited) as srv:
         url = f"/v2/projects/{P}/locations/us-east1-d/nodes?nodeId=x"
         status, body = call(
-            srv.root_url, "POST", url, {"acceleratorType": "v4-8", "runtimeVersion": "r"}
+            srv.root_url,
+            "POST",
+            url,
+            {"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base"},
         )
         assert status == 400
         assert "not available in zone us-east1-d" in body["error"]["message"]
-        ok = call(srv.root_url, "POST", url, {"acceleratorType": "v6e-8", "runtimeVersion": "r"})
+        body = {"acceleratorType": "v6e-8", "runtimeVersion": "v2-alpha-tpuv6e"}
+        ok = call(srv.root_url, "POST", url, body)
         assert ok[0] == 200
 
 
@@ -236,7 +240,10 @@ def test_zone_accelerator_type_restrictions() -> None:
 def test_invalid_node_ids(server: Any, node_id: str) -> None:
     url = f"/v2/projects/{P}/locations/us-east1-d/nodes?nodeId={node_id}"
     status, _ = call(
-        server.root_url, "POST", url, {"acceleratorType": "v6e-8", "runtimeVersion": "r"}
+        server.root_url,
+        "POST",
+        url,
+        {"acceleratorType": "v6e-8", "runtimeVersion": "v2-alpha-tpuv6e"},
     )
     assert status == 400
 
@@ -267,7 +274,7 @@ def test_backend_hooks_are_called_with_the_worker_count() -> None:
     )
     headers = {"authorization": "Bearer t"}
     create = f"/v2/projects/{P}/locations/us-east1-d/nodes"
-    body = {"acceleratorType": "v5litepod-16", "runtimeVersion": "r"}
+    body = {"acceleratorType": "v5litepod-16", "runtimeVersion": "v2-alpha-tpuv5-lite"}
     status, op = emulator.dispatch("POST", create, {"nodeId": ["lp"]}, body, headers)
     assert status == 200
     deadline = time.monotonic() + 5

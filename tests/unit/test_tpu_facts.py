@@ -137,3 +137,33 @@ def test_type_from_accelerator_config(config: object, expected: str | None) -> N
 )
 def test_node_accelerator_type(node: dict, expected: str) -> None:
     assert tpu_facts.node_accelerator_type(node) == expected
+
+
+@pytest.mark.parametrize(
+    ("accel", "runtime"),
+    [
+        ("v2-8", "tpu-ubuntu2204-base"),
+        ("v3-32", "tpu-ubuntu2204-base"),
+        ("v4-16", "tpu-ubuntu2204-base"),
+        ("v5litepod-16", "v2-alpha-tpuv5-lite"),
+        ("v5p-128", "v2-alpha-tpuv5"),
+        ("v6e-8", "v2-alpha-tpuv6e"),
+        ("projects/p/locations/z/acceleratorTypes/v6e-256", "v2-alpha-tpuv6e"),
+        ("v9-8", ""),
+        ("v4-12", ""),
+        (None, ""),
+    ],
+)
+def test_each_generation_has_its_default_runtime_version(accel, runtime):
+    assert tpu_facts.default_runtime_version(accel) == runtime
+    assert tpu_facts.accelerator_facts(accel)["runtime_version"] == runtime
+
+
+def test_the_views_come_from_the_one_table():
+    for family, row in tpu_facts.TABLE.items():
+        assert tpu_facts.FAMILIES[family] == (row.generation, row.counts)
+        assert tpu_facts.CONFIG_TYPES[row.config_type] == family
+        assert tpu_facts.SUPPORTED_SIZES[family] == row.sizes
+        assert tpu_facts.DEVICE_GLOBS[row.generation] == row.device_glob
+        assert tpu_facts.RUNTIME_VERSIONS[row.generation] == row.runtime_version
+    assert len(tpu_facts.CONFIG_TYPES) == len(tpu_facts.TABLE)

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from . import catalog
 from .model import Emulator
 from .server import EmulatorServer
 
@@ -71,13 +72,13 @@ def node(
     external_ips: bool = True,
     labels: dict[str, str] | None = None,
     spot: bool = False,
-    runtime_version: str = "tpu-ubuntu2204-base",
+    runtime_version: str = "",
 ) -> dict[str, Any]:
-    """A node entry for a state file."""
+    """A node entry for a state file (runtime version: the type's usual one unless given)."""
     entry: dict[str, Any] = {
         "nodeId": node_id,
         "acceleratorType": accelerator_type,
-        "runtimeVersion": runtime_version,
+        "runtimeVersion": runtime_version or catalog.default_runtime(accelerator_type),
         "state": state,
         "networkConfig": {"network": "default", "enableExternalIps": external_ips},
     }
