@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """The one client of the Cloud TPU v2 REST API in this collection.
 
-Authentication reuses the google.cloud collection's ``GcpSession`` (auth kinds ``application``,
-``serviceaccount``, ``machineaccount`` and ``accesstoken``). The base URL is an option with an
-environment fallback (``CLOUDTPU_API_ENDPOINT``) so that the local emulator, a private endpoint or
-a proxy can stand in for ``https://tpu.googleapis.com/v2``.
+Authentication comes from ``tpu_auth.py`` (auth kinds ``application``, ``serviceaccount``,
+``machineaccount`` and ``accesstoken``, as in the google.cloud collection). The base URL is an
+option with an environment fallback (``CLOUDTPU_API_ENDPOINT``) so that the local emulator, a
+private endpoint or a proxy can stand in for ``https://tpu.googleapis.com/v2``.
 
 The client follows ``nextPageToken``, retries 429 and 5xx answers with bounded exponential backoff
 and jitter, and turns API errors into :class:`TpuApiError` whose message says what to do.
@@ -51,15 +51,11 @@ except ImportError:  # pragma: no cover - exercised only without google-auth ins
         """Stand-in so that except clauses stay valid without google-auth."""
 
 
-try:
-    from ansible_collections.google.cloud.plugins.module_utils.gcp_utils import GcpSession
-
-    HAS_GCP_UTILS = True
-except ImportError:  # pragma: no cover - exercised only without the google.cloud collection
-    GcpSession = None
-    HAS_GCP_UTILS = False
-
 from ansible.module_utils.basic import env_fallback
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_auth import (
+    AuthConfigError,
+    authorized_session,
+)
 
 DEFAULT_BASE_URL = "https://tpu.googleapis.com/v2"
 ENDPOINT_ENV = "CLOUDTPU_API_ENDPOINT"
@@ -360,13 +356,6 @@ class TpuClient:
         if session is not None:
             self._http = session
             return
-        if not HAS_GCP_UTILS:
-            raise TpuApiError(
-                "The google.cloud collection is required to talk to the TPU API; install the "
-                "'ansible' package (it bundles google.cloud) or run 'ansible-galaxy collection "
-                "install google.cloud'.",
-                reason="MISSING_DEPENDENCY",
-            )
         if not (HAS_REQUESTS and HAS_GOOGLE_AUTH):
             raise TpuApiError(
                 "The Python libraries requests and google-auth are required on the controller to "
@@ -375,9 +364,12 @@ class TpuClient:
             )
         if not params.get("scopes"):
             module.params["scopes"] = list(DEFAULT_SCOPES)
-        gcp = GcpSession(module, "tpu")
         try:
-            self._http = gcp.session()
+            self._http = authorized_session(module.params)
+        except AuthConfigError as exc:
+            raise TpuApiError(
+                f"Google authentication setup failed: {exc}", reason="AUTH_CONFIG"
+            ) from None
         except GoogleAuthError as exc:
             raise self._auth_error(exc) from None
 

@@ -344,7 +344,7 @@ def test_base_url_must_be_http() -> None:
 
 
 def test_auth_setup_errors_become_api_errors() -> None:
-    with pytest.raises(TpuApiError, match="access token must be supplied"):
+    with pytest.raises(TpuApiError, match="needs access_token"):
         TpuClient.from_params({"auth_kind": "accesstoken"})._http.request("GET", "http://x")
 
 
