@@ -1,8 +1,15 @@
-"""The status_ssh_option filter: which -o value ssh would take from Ansible's argument strings."""
+"""The status_ssh_option filter (which -o value ssh would take from Ansible's argument strings)
+and status_node_groups (the inventory groups of node IDs)."""
 
 from __future__ import annotations
 
 import pytest
+from ansible_collections.cloudtpu.pod.plugins.filter.status_nodes import (
+    FilterModule as NodesFilter,
+)
+from ansible_collections.cloudtpu.pod.plugins.filter.status_nodes import (
+    status_node_groups,
+)
 from ansible_collections.cloudtpu.pod.plugins.filter.status_ssh import (
     FilterModule,
     status_ssh_option,
@@ -38,3 +45,18 @@ def test_other_options_and_registration():
     assert status_ssh_option(args, "proxyjump") == "bastion"
     assert status_ssh_option(args, "IdentitiesOnly") == "yes"
     assert FilterModule().filters()["status_ssh_option"] is status_ssh_option
+
+
+@pytest.mark.parametrize(
+    ("nodes", "groups"),
+    [
+        ("pod-a", ["tpu_node_pod_a"]),
+        ("pod-a, pod-b,", ["tpu_node_pod_a", "tpu_node_pod_b"]),
+        (["pod.x", "y"], ["tpu_node_pod_x", "tpu_node_y"]),
+        ([], []),
+        (None, []),
+    ],
+)
+def test_node_groups(nodes, groups):
+    assert status_node_groups(nodes) == groups
+    assert NodesFilter().filters()["status_node_groups"] is status_node_groups
