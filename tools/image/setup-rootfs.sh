@@ -5,6 +5,13 @@ set -eu
 # Trust the build host's extra certificate authorities (TLS-inspecting proxies).
 update-ca-certificates >/dev/null
 
+# A local apt repository (build.sh adds it when it has extra Python packages): read its list now,
+# so that apt knows its packages before the first full update.
+if [ -r /etc/apt/sources.list.d/cloudtpu-python.list ]; then
+  apt-get update -qq -o Dir::Etc::SourceList=/etc/apt/sources.list.d/cloudtpu-python.list \
+    -o Dir::Etc::SourceParts=- -o APT::Get::List-Cleanup=0
+fi
+
 # Units that have no business in a container.
 for unit in getty@tty1.service console-getty.service serial-getty@.service \
     systemd-udevd.service systemd-udevd-control.socket systemd-udevd-kernel.socket \
