@@ -1,0 +1,205 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The request of playbooks/run.yml, checked and normalised before anything starts."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import secrets
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
+from ansible_collections.cloudtpu.pod.plugins.filter.run_environment import run_environment
+
+DOCUMENTATION = r"""
+name: run_options
+author: cloudtpu.pod maintainers
+version_added: 0.2.0
+short_description: Check and normalise the variables of playbooks/run.yml
+description:
+  - Takes the raw values of the run's variables (strings when they come from
+    C(-e key=value)) and returns them typed, or C(ok=false) with a message that names every
+    variable that is wrong, its value and what is allowed. It never fails itself, so the
+    playbook can put the message into an assertion before anything changes.
+  - Booleans accept what Ansible's C(bool) filter accepts (C(true), C(yes), C(on), C(1) and
+    their opposites); numbers accept integers and strings of digits.
+  - Exactly one of C(cmd) (a command text, run by bash with C(set -o pipefail)) and C(script)
+    (a local file, copied to each worker) must be given. C(raw_params) is what Ansible's
+    key=value parser left over (C(-e cmd=python train.py) keeps only C(python)); when it is set
+    the command was cut and the request is refused with the forms that work.
+  - With I(home), C(workdir) is resolved for that host (a relative C(workdir) is below the
+    home; without one, C(sync_dest) if given, else the home).
+positional: _input, home
+options:
+  _input:
+    description: The raw values, keys C(cmd), C(script), C(raw_params), C(detach), C(timeout),
+      C(tail), C(start_delay), C(unlock), C(sync), C(workdir), C(sync_dest), C(env).
+    type: dict
+    required: true
+  home:
+    description: The login user's home on the host, to resolve C(workdir).
+    type: str
+    default: ''
+"""
+
+EXAMPLES = r"""
+- name: Check the request
+  ansible.builtin.set_fact:
+    run: "{{ {'cmd': cmd | default(none), 'detach': tpu_run_detach} | cloudtpu.pod.run_options }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The typed request with C(ok), C(message), C(errors), C(run_id) (UTC time and
+    four hex digits), C(label) (the command, or C(script <name>)) and C(script_name).
+  type: dict
+"""
+
+FORMS = (
+    """write it as -e "cmd='python train.py --steps 10'" or as JSON """
+    """-e '{"cmd": "python train.py --steps 10"}'"""
+)
+NUMBERS = {
+    # name: (variable, default, minimum, maximum, what it is)
+    "timeout": ("tpu_run_timeout", 3600, 1, 30 * 86400, "seconds an attached run may take"),
+    "tail": ("tpu_run_tail", 20, 0, 10000, "output lines shown per worker"),
+    "start_delay": (
+        "tpu_run_start_delay",
+        5,
+        0,
+        3600,
+        "seconds between the start decision and the shared start time",
+    ),
+}
+BOOLEANS = {
+    "detach": ("tpu_run_detach", False),
+    "unlock": ("tpu_run_unlock", True),
+    "sync": ("tpu_run_sync", False),
+}
+
+
+def _bool(value: Any, name: str, default: bool, errors: list[str]) -> bool:
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        return value
+    key = value.lower().strip() if isinstance(value, str) else value
+    if key in BOOLEANS_TRUE:
+        return True
+    if key in BOOLEANS_FALSE:
+        return False
+    errors.append(f"{name} is {value!r}: use true or false (yes/no, on/off, 1/0 also work)")
+    return default
+
+
+def _number(value: Any, field: str, errors: list[str]) -> int:
+    name, default, low, high, what = NUMBERS[field]
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    else:
+        number = None
+    if number is None or not low <= number <= high:
+        errors.append(
+            f"{name} is {value!r}: it must be a whole number from {low} to {high} ({what})"
+        )
+        return default
+    return number
+
+
+def _workdir(value: Any, errors: list[str]) -> str:
+    if value is None or value == "":
+        return ""
+    text = str(value).strip()
+    if not text or "\n" in text or ".." in text.split("/") or text.startswith("~"):
+        errors.append(
+            f"tpu_run_workdir is {value!r}: give an absolute path or one relative to the login "
+            "home, without '..' or '~'"
+        )
+        return ""
+    return posixpath.normpath(text)
+
+
+def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
+    """The typed request, or ok=false and every problem in one message."""
+    errors: list[str] = []
+    cmd = raw.get("cmd")
+    script = raw.get("script")
+    leftover = raw.get("raw_params")
+    has_cmd = cmd is not None and cmd != ""
+    has_script = script is not None and script != ""
+
+    if leftover not in (None, ""):
+        errors.append(
+            f"cmd was cut by Ansible's key=value parsing: it kept {cmd!r} and dropped "
+            f"{leftover!r}; {FORMS}"
+        )
+    if has_cmd and has_script:
+        errors.append("give either cmd or tpu_run_script, not both")
+    elif not has_cmd and not has_script:
+        errors.append(f"nothing to run: give cmd or tpu_run_script=path/to/script.sh; {FORMS}")
+    if has_cmd and (not isinstance(cmd, str) or not cmd.strip()):
+        errors.append(f"cmd must be a non-empty command text, got {cmd!r}; {FORMS}")
+
+    script_path = ""
+    if has_script and not has_cmd:
+        if not isinstance(script, str) or not script.strip():
+            errors.append(f"tpu_run_script must be the path of a local file, got {script!r}")
+        else:
+            script_path = os.path.abspath(os.path.expanduser(script.strip()))
+            if not os.path.isfile(script_path):
+                errors.append(
+                    f"tpu_run_script is {script!r}: no such file on this machine "
+                    f"(looked at {script_path})"
+                )
+
+    result: dict[str, Any] = {
+        field: _bool(raw.get(field), name, default, errors)
+        for field, (name, default) in BOOLEANS.items()
+    }
+    result.update({field: _number(raw.get(field), field, errors) for field in NUMBERS})
+    workdir = _workdir(raw.get("workdir"), errors)
+    try:
+        result["env"] = run_environment(raw.get("env"))
+    except AnsibleFilterError as exc:
+        errors.append(str(exc.message))
+        result["env"] = {}
+
+    script_name = posixpath.basename(script_path) if script_path else ""
+    if script_name.startswith("."):
+        script_name = "_" + script_name
+    if home:
+        base = workdir or str(raw.get("sync_dest") or "") or home
+        workdir = posixpath.normpath(posixpath.join(home, base))
+    result.update(
+        {
+            "ok": not errors,
+            "errors": errors,
+            "message": "; ".join(errors) if errors else "ok",
+            "cmd": cmd.strip("\n") if has_cmd and isinstance(cmd, str) else "",
+            "script": script_path,
+            "script_name": script_name,
+            "label": cmd if has_cmd else f"script: {script_name}",
+            "workdir": workdir,
+            "run_id": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(2),
+        }
+    )
+    return result
+
+
+class FilterModule:
+    """The run_options filter."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"run_options": run_options}

@@ -1,0 +1,165 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The request of playbooks/sync.yml: what goes where, checked before anything is copied."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
+
+DOCUMENTATION = r"""
+name: sync_options
+author: cloudtpu.pod maintainers
+version_added: 0.2.0
+short_description: Check the variables of playbooks/sync.yml and work out the destination
+description:
+  - Exactly one source, a local folder (C(src), from C(tpu_sync_src)) or a git repository
+    (C(repo) at C(version), from C(tpu_sync_repo) and C(tpu_sync_version)).
+  - The destination is C(tpu_sync_dest) (an absolute path below the login home or below
+    C(/opt), without C(..)), else C(<home>/<name>) where the name is the folder's or the
+    repository's base name.
+  - Never fails itself; returns C(ok=false) and a message naming each variable that is wrong,
+    its value and what is allowed. Without I(home) the destination is not resolved (the
+    checks that need the home are left for the per-host call).
+positional: _input, home
+options:
+  _input:
+    description: The raw values, keys C(src), C(repo), C(version), C(dest), C(delete).
+    type: dict
+    required: true
+  home:
+    description: The login user's home on the host.
+    type: str
+    default: ''
+"""
+
+EXAMPLES = r"""
+- name: Where the code goes on this worker
+  ansible.builtin.set_fact:
+    sync: >-
+      {{ {'src': tpu_sync_src} | cloudtpu.pod.sync_options(lookup('cloudtpu.pod.login', 'home')) }}
+# {"src": "/home/me/proj", ...} -> {"mode": "folder", "dest": "/home/tpu/proj", ...}
+"""
+
+RETURN = r"""
+_value:
+  description: C(ok), C(message), C(errors), C(mode) (C(folder), C(git) or empty when nothing
+    was asked), C(src) (absolute, on this machine), C(repo), C(version), C(name), C(dest),
+    C(delete) and C(needs_root) (the destination is outside the login home).
+  type: dict
+"""
+
+NAME_RE = re.compile(r"^[A-Za-z0-9._+-]+$")
+ROOTS = ("/opt",)
+
+
+def _bool(value: Any, name: str, errors: list[str]) -> bool:
+    if value is None or value == "":
+        return False
+    if isinstance(value, bool):
+        return value
+    key = value.lower().strip() if isinstance(value, str) else value
+    if key in BOOLEANS_TRUE:
+        return True
+    if key in BOOLEANS_FALSE:
+        return False
+    errors.append(f"{name} is {value!r}: use true or false (yes/no, on/off, 1/0 also work)")
+    return False
+
+
+def repo_name(repo: str) -> str:
+    """The folder name git would clone ``repo`` into (without .git)."""
+    tail = re.split(r"[/:]", repo.rstrip("/"))[-1]
+    return tail[:-4] if tail.endswith(".git") else tail
+
+
+def _below(path: str, root: str) -> bool:
+    return path != root and path.startswith(root.rstrip("/") + "/")
+
+
+def _dest(value: Any, home: str, errors: list[str]) -> str:
+    text = str(value).strip()
+    normal = posixpath.normpath(text) if text.startswith("/") else ""
+    parts = text.split("/")
+    if not normal or ".." in parts or "\n" in text:
+        errors.append(
+            f"tpu_sync_dest is {value!r}: it must be an absolute path without '..' "
+            "(below the login home or below /opt)"
+        )
+        return ""
+    roots = (home, *ROOTS) if home else ROOTS
+    if home and not any(_below(normal, root) for root in roots):
+        errors.append(
+            f"tpu_sync_dest is {value!r}: it must be a folder below the login home ({home}) "
+            "or below /opt"
+        )
+        return ""
+    return normal
+
+
+def sync_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
+    """The typed request, or ok=false and every problem in one message."""
+    errors: list[str] = []
+    src = str(raw.get("src") or "").strip()
+    repo = str(raw.get("repo") or "").strip()
+    version = str(raw.get("version") or "").strip()
+    delete = _bool(raw.get("delete"), "tpu_sync_delete", errors)
+    mode, name, src_path = "", "", ""
+    if src and repo:
+        errors.append("give either tpu_sync_src (a local folder) or tpu_sync_repo, not both")
+    elif src:
+        mode = "folder"
+        src_path = os.path.abspath(os.path.expanduser(src))
+        name = os.path.basename(src_path.rstrip("/"))
+        if not os.path.isdir(src_path):
+            errors.append(f"tpu_sync_src is {src!r}: no such folder on this machine ({src_path})")
+        elif src_path == "/":
+            errors.append("tpu_sync_src is '/': give the folder of your project")
+    elif repo:
+        mode = "git"
+        name = repo_name(repo)
+        if not name or name.startswith("-") or "\n" in repo:
+            errors.append(f"tpu_sync_repo is {repo!r}: not a repository address git can clone")
+    if version and mode != "git":
+        errors.append("tpu_sync_version goes with tpu_sync_repo (a branch, tag or commit)")
+    if version and (version.startswith("-") or not re.match(r"^[A-Za-z0-9._/+-]+$", version)):
+        errors.append(f"tpu_sync_version is {version!r}: not a branch, tag or commit name")
+
+    dest = ""
+    given = raw.get("dest")
+    if given not in (None, ""):
+        dest = _dest(given, home, errors)
+    elif home and mode:
+        if name and NAME_RE.match(name) and name not in (".", ".."):
+            dest = posixpath.join(home, name)
+        else:
+            errors.append(
+                f"cannot name the destination after {name!r}; set tpu_sync_dest "
+                "(an absolute path below the login home or /opt)"
+            )
+    needs_root = bool(dest and home and not _below(dest, home))
+    return {
+        "ok": not errors,
+        "errors": errors,
+        "message": "; ".join(errors) if errors else "ok",
+        "mode": mode,
+        "src": src_path,
+        "repo": repo,
+        "version": version or "HEAD",
+        "name": name,
+        "dest": dest,
+        "delete": delete,
+        "needs_root": needs_root,
+    }
+
+
+class FilterModule:
+    """The sync_options filter."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"sync_options": sync_options}
