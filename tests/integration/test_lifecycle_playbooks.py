@@ -109,7 +109,7 @@ def test_provision_in_check_mode_calls_nothing_that_changes(
     assert emulator.node("pod-a") is None
 
 
-@pytest.mark.parametrize("confirm", [None, "yes", False], ids=["unset", "yes", "false"])
+@pytest.mark.parametrize("confirm", [None, "no", False], ids=["unset", "no", "false"])
 def test_teardown_refuses_without_confirmation(
     emulator: EmulatorCli, env: dict[str, str], confirm: Any
 ) -> None:
