@@ -8,7 +8,7 @@ the value given and what is allowed, ready for an ``assert``'s ``fail_msg`` or `
 * :func:`path_problem`: an absolute, normalised path that is not ``/`` or a system folder, with
   optional rules per variable (``under``: strictly inside one of these folders; ``parent``:
   directly in one of them, as libtpu's lock files in ``/tmp``; ``not_under``: more folders that
-  must not hold it).
+  must not hold it; ``basename``: a pattern for its last part).
 * :func:`network_problem`: CIDRs (IPv4 and IPv6) given as a string or a list; a set whose union
   is the whole IPv4 or IPv6 internet is refused unless ``allow_world`` (a boolean, or a string
   as from ``-e``) is true.
@@ -114,9 +114,11 @@ def system_folder(path: str) -> str:
 
 
 def _path_rules(
-    under: list[str], parent: list[str], not_under: list[str]
+    under: list[str], parent: list[str], not_under: list[str], basename: str
 ) -> str:  # what is allowed, in words
     words = "an absolute, normalised path without spaces"
+    if basename:
+        words += f" whose last part matches {basename}"
     if parent:
         words += " directly in " + " or ".join(parent)
     elif under:
@@ -133,10 +135,14 @@ def path_problem(
     under: str | Iterable[str] | None = None,
     parent: str | Iterable[str] | None = None,
     not_under: str | Iterable[str] | None = None,
+    basename: str = "",
 ) -> str:
-    """Why ``value`` is not an acceptable path for the variable ``name``; ``''`` when it is."""
+    """Why ``value`` is not an acceptable path for the variable ``name``; ``''`` when it is.
+
+    ``basename`` is a regular expression the path's last part must match (libtpu's lock names).
+    """
     under_l, parent_l, not_under_l = _folders(under), _folders(parent), _folders(not_under)
-    allowed = _path_rules(under_l, parent_l, not_under_l)
+    allowed = _path_rules(under_l, parent_l, not_under_l, basename)
 
     def problem(reason: str) -> str:
         return f"{name} is {_shown(value)}: {reason}; allowed: {allowed}."
@@ -166,6 +172,8 @@ def path_problem(
         return problem("it is not directly in " + " or ".join(parent_l))
     if under_l and not any(_within(value, f) and value != f.rstrip("/") for f in under_l):
         return problem("it is not inside " + " or ".join(under_l))
+    if basename and not re.fullmatch(basename, posixpath.basename(value)):
+        return problem(f"its last part {posixpath.basename(value)} does not match {basename}")
     return ""
 
 

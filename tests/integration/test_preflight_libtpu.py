@@ -23,6 +23,13 @@ CASES = [
     ("tpu_libtpu_kill_grace", -1, "-1"),
     ("tpu_libtpu_kill_grace", "soon", "soon"),
     ("tpu_libtpu_kill_grace", 7200, "7200"),
+    ("tpu_libtpu_kill_grace", True, "true"),
+    ("tpu_libtpu_lock_files", ["/etc/passwd"], "/etc/passwd"),
+    ("tpu_libtpu_lock_files", ["/var/tmp/libtpu_lockfile"], "/var/tmp/libtpu_lockfile"),
+    ("tpu_libtpu_lock_files", ["/tmp/ssh-agent.sock"], "ssh-agent.sock"),
+    ("tpu_libtpu_log_dir", "/etc/tpu_logs", "/etc/tpu_logs"),
+    ("tpu_libtpu_log_dir", "/tmp/run", "/tmp/run"),
+    ("tpu_libtpu_log_dir", "/tmp", '"/tmp"'),
 ]
 
 

@@ -80,6 +80,19 @@ PATH_REFUSED = [
     (HOME, {"under": [HOME, "/opt"]}, "not inside /home/tpu or /opt", "inside /home/tpu or /opt"),
     ("/home/tpux/venv", {"under": [HOME]}, "not inside /home/tpu", "inside /home/tpu"),
     ("/root/.venv", {"under": [HOME, "/opt"]}, "not inside", "inside /home/tpu or /opt"),
+    # libtpu's lock file names
+    (
+        "/tmp/ssh-agent.sock",
+        {"parent": ["/tmp"], "basename": "libtpu[a-z._]*lockfile"},
+        "its last part ssh-agent.sock does not match libtpu[a-z._]*lockfile",
+        "whose last part matches libtpu[a-z._]*lockfile directly in /tmp",
+    ),
+    (
+        "/tmp/libtpu_lockfile.bak",
+        {"basename": "libtpu[a-z._]*lockfile"},
+        "does not match",
+        "whose last part matches",
+    ),
     # a mount point not in /home
     ("/home/tpu/data", {"not_under": ["/home"]}, "it is in /home", "not in /home"),
 ]
@@ -95,6 +108,7 @@ PATH_ACCEPTED = [
     ("/root/.venv310", {}),
     ("/tmp/libtpu_lockfile", {"parent": ["/tmp"]}),
     ("/tmp/tpu_logs", {"parent": "/tmp"}),
+    ("/tmp/libtpu.so_lockfile", {"parent": "/tmp", "basename": "libtpu[a-z._]*lockfile"}),
     ("/home/tpu/.venv310", {"under": [HOME, "/opt"]}),
     ("/opt/venvs/jax", {"under": [HOME, "/opt"]}),
     ("/mnt/shared", {"not_under": ["/home"]}),
