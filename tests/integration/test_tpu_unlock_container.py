@@ -13,20 +13,23 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.integration.test_lifecycle_docker import docker_unavailable
+from tests.role_runner import BIN, ansible_env
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / "roles" / "libtpu" / "files" / "tpu-unlock"
 IMAGE = "cloudtpu-pod-worker:current"
 DEVICES = "/srv/fake-dev/accel*"
-RACE_RUNS = 20
+RACE_RUNS = 15
 
 
 class Box:
@@ -219,4 +222,60 @@ def test_race_swapping_the_lock_file(box: Box) -> None:
     assert hashlib.sha256(box.sh("cat /etc/passwd").encode()).hexdigest() == passwd
     assert box.sh("cat /home/mallory/target").strip() == "secret"
     assert box.pids("1007"), "the root process holding /etc/passwd was ended"
+    innocents_alive(box)
+
+
+def run_role(box: Box, **extra_vars: Any) -> subprocess.CompletedProcess[str]:
+    """The libtpu role on the container (docker connection), as playbooks/reset.yml runs it."""
+    play = [
+        {
+            "name": "Release stale libtpu locks",
+            "hosts": "all",
+            "gather_facts": False,
+            "roles": [{"role": "cloudtpu.pod.libtpu"}],
+        }
+    ]
+    variables = {
+        "ansible_connection": "community.docker.docker",
+        "ansible_python_interpreter": "/usr/bin/python3",
+        "tpu_libtpu_device_glob": "/dev/accel*",
+        **extra_vars,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        playbook = Path(tmp) / "play.yml"
+        playbook.write_text(json.dumps(play))
+        varsfile = Path(tmp) / "vars.json"
+        varsfile.write_text(json.dumps(variables))
+        return subprocess.run(
+            [BIN / "ansible-playbook", "-i", f"{box.name},", playbook, "-e", f"@{varsfile}"],
+            cwd=REPO,
+            env=ansible_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+
+def test_role_fails_on_a_planted_link_and_says_why(box: Box) -> None:
+    """The role wiring: exit code 5 fails the host, after the report, naming path and reason."""
+    box.sh(": > /dev/accel0")  # a stand-in device in the container's own root-owned /dev
+    box.sh("rm -f /tmp/libtpu_lockfile && ln -s /dev/null /tmp/libtpu_lockfile", user="mallory")
+    result = run_role(box, tpu_libtpu_kill=True, tpu_libtpu_kill_grace=1)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-3000:]
+    assert "tpu-unlock left these alone as unsafe" in output, output[-3000:]
+    assert "/tmp/libtpu_lockfile: is a symbolic link, not a regular file" in output, output[-3000:]
+    assert box.sh("test -L /tmp/libtpu_lockfile && echo kept").strip() == "kept"
+    innocents_alive(box)
+    box.sh("rm -f /tmp/libtpu_lockfile", user="mallory")
+
+
+def test_role_removes_a_users_stale_lock(box: Box) -> None:
+    box.sh(": > /tmp/libtpu_lockfile", user="mallory")
+    result = run_role(box)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert "the TPU is free; removed /tmp/libtpu_lockfile" in output, output[-3000:]
+    assert box.sh("test -e /tmp/libtpu_lockfile || echo gone").strip() == "gone"
     innocents_alive(box)
