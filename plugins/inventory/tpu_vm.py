@@ -27,6 +27,9 @@ description:
     O(compose), O(groups) and O(keyed_groups) add more.
   - Values that come from the API are marked unsafe, so they are never templated.
   - The inventory source file name must end in C(tpu_vm.yml) or C(tpu_vm.yaml).
+  - The source is checked before any API call; unknown keys, unknown states, a host name template
+    that gives invalid host names and out-of-range numbers (O(page_size), O(retries),
+    O(retry_backoff), O(retry_max_sleep), O(request_timeout)) are refused with what is allowed.
 requirements:
   - requests
   - google-auth
@@ -63,6 +66,8 @@ options:
     description:
       - Keep only nodes in these states (C(READY), C(CREATING), C(STOPPED), C(PREEMPTED),
         C(TERMINATED), C(REPAIRING), ...). An empty list keeps every state.
+      - Only the API's node states are accepted (a running node is C(READY), not C(RUNNING)); any
+        other value is refused with the list of states.
     type: list
     elements: str
     default: [READY]
