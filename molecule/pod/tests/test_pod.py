@@ -84,9 +84,11 @@ def test_tpu_unlock_removed_the_stale_lock_and_reports_free(host):
 
 def test_tpu_unlock_keeps_a_lock_held_by_a_process(host):
     """A process holding a (fake) device keeps the lock; --kill ends it, then the lock goes."""
-    fake = "/tmp/pod-fake-accel0"
-    glob = "/tmp/pod-fake-accel*"
-    _run(host, f"touch {fake} /tmp/libtpu_lockfile")
+    # tpu-unlock trusts device files only in folders that only root can change, as /dev.
+    fake = "/dev/pod-fake-accel0"
+    glob = "/dev/pod-fake-accel*"
+    _run(host, f"touch {fake}", sudo=True)
+    _run(host, "touch /tmp/libtpu_lockfile")
     holder = _run(host, f"bash -c 'exec 3<{fake}; setsid sleep 300 <&3 >/dev/null 2>&1 & echo $!'")
     pid = int(holder.stdout.strip())
     try:
@@ -102,7 +104,7 @@ def test_tpu_unlock_keeps_a_lock_held_by_a_process(host):
         assert not host.file("/tmp/libtpu_lockfile").exists
     finally:
         _run(host, f"kill {pid}")
-        _run(host, f"rm -f {fake} /tmp/libtpu_lockfile")
+        _run(host, f"rm -f {fake} /tmp/libtpu_lockfile", sudo=True)
 
 
 def _server_and_clients(host) -> tuple[str, str]:
