@@ -144,9 +144,18 @@ def _accept(version: str, source: str, message: str) -> dict[str, Any]:
     }
 
 
-def apt_candidate(apt_policy: Any) -> str:
-    """The candidate version in ``apt-cache policy`` output, or an empty string when none."""
-    match = CANDIDATE_RE.search(str(apt_policy or ""))
+def apt_candidate(apt_policy: Any, package: str = "") -> str:
+    """The candidate version of ``package`` in ``apt-cache policy`` output, or '' when none.
+
+    apt-cache reads its argument as a pattern (``python3.15`` also matches
+    ``postgresql-plpython3-15``), so with ``package`` only the block headed ``<package>:``
+    counts.
+    """
+    text = str(apt_policy or "")
+    if package:
+        blocks = re.split(r"^(?=\S[^\n]*:\s*$)", text, flags=re.MULTILINE)
+        text = next((b for b in blocks if b.split("\n", 1)[0].strip() == f"{package}:"), "")
+    match = CANDIDATE_RE.search(text)
     if not match or match.group(1) == "(none)":
         return ""
     return match.group(1)
@@ -210,7 +219,7 @@ def python_source(
     known = (distribution, release) in SYSTEM
     shipped = SYSTEM.get((distribution, release), ())
     ppa = DEADSNAKES.get(release, ()) if distribution == "Ubuntu" else ()
-    candidate = apt_candidate(apt_policy)
+    candidate = apt_candidate(apt_policy, f"python{version}")
     from_sources = (
         f"python{version} {candidate} from the host's apt sources ({where} itself ships "
         f"{_shipped(shipped) or 'no python3'})."

@@ -30,12 +30,20 @@ options:
     required: false
     type: list
     elements: str
+  host:
+    description: The host whose pod is wanted (default the current host).
+    required: false
+    type: str
 """
 
 EXAMPLES = r"""
 - name: Talk to the coordinator of this worker's pod
   ansible.builtin.debug:
     msg: "{{ lookup('cloudtpu.pod.pod', 'coordinator_ip') }}"
+
+- name: The pod of another host
+  ansible.builtin.debug:
+    msg: "{{ lookup('cloudtpu.pod.pod', 'ips', host='pod-a-w0') }}"
 """
 
 RETURN = r"""
@@ -60,12 +68,14 @@ KEYS = ("node", "worker_id", "coordinator", "coordinator_ip", "hosts", "ips")
 class LookupModule(LookupBase):
     def run(self, terms: list[Any], variables: dict[str, Any] | None = None, **kwargs: Any) -> list:
         variables = variables or {}
-        host = variables.get("inventory_hostname")
+        host = kwargs.get("host") or variables.get("inventory_hostname")
         if not host:
             raise AnsibleError("cloudtpu.pod.pod: no current host (inventory_hostname)")
         groups = variables.get("groups") or {}
         candidates = list(groups.get("tpu") or variables.get("ansible_play_hosts_all") or [])
         hostvars_all = variables.get("hostvars") or {}
+        if host not in hostvars_all:
+            raise AnsibleError(f"cloudtpu.pod.pod: {host!r} is not a host of the inventory")
         wanted = list(dict.fromkeys([*candidates, host]))
         own = hostvars_all.get(host) or {}
         published = all(own.get(k) for k in _HOST_KEYS[4:])

@@ -122,8 +122,8 @@ class Worker:
         extra = {
             "tpu_framework_name": "jax",
             "tpu_framework_version": "0.10.2",
-            "tpu_framework_venv_path": str(self.venv),
-            "tpu_framework_venv_owner": "root",
+            "tpu_venv_path": str(self.venv),
+            "tpu_login_user": "root",
             "tpu_framework_installer": self.installer,
             "tpu_framework_uv_bin": str(UV),
             "tpu_framework_index_url": self.index,

@@ -7,7 +7,7 @@ import pytest
 from tests.preflight import assert_refused
 
 CASES = [
-    ("tpu_base_user", "Bad User", "Bad User"),
+    ("tpu_login_user", "Bad User", "Bad User"),
     ("tpu_base_apt_lock_timeout", -5, "-5"),
     ("tpu_base_apt_lock_timeout", 99999, "99999"),
     ("tpu_base_apt_cache_valid_time", "hourly", "hourly"),

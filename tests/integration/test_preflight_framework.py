@@ -13,8 +13,8 @@ from tests.integration.playbook_helpers import LOCAL_PYTHON, error_text
 from tests.role_runner import run_role
 
 GOOD = {
-    "tpu_framework_venv_path": "/nonexistent/cloudtpu-check-venv",
-    "tpu_framework_venv_owner": "root",
+    "tpu_venv_path": "/nonexistent/cloudtpu-check-venv",
+    "tpu_login_user": "root",
     "tpu_framework_version": "0.10.2",
 }
 
@@ -39,8 +39,8 @@ CASES = [
         "tpu_framework_requirements_file",
         "/nonexistent/requirements.txt",
     ),
-    ({"tpu_framework_venv_path": "venv310"}, "tpu_framework_venv_path", "venv310"),
-    ({"tpu_framework_venv_owner": "nosuchuser-x9"}, "tpu_framework_venv_owner", "nosuchuser-x9"),
+    ({"tpu_venv_path": "venv310"}, "tpu_venv_path", "venv310"),
+    ({"tpu_login_user": "nosuchuser-x9"}, "tpu_login_user", "nosuchuser-x9"),
     ({"tpu_framework_installer": "conda"}, "tpu_framework_installer", "conda"),
     (
         {"tpu_framework_index_url": "mirror.internal/simple"},

@@ -26,7 +26,7 @@ def _system_python() -> str:
 
 
 # A version this control machine ships, so that only the bad variable can fail.
-GOOD = {"tpu_python_version": _system_python(), "tpu_python_venv_owner": "root"}
+GOOD = {"tpu_python_version": _system_python(), "tpu_login_user": "root"}
 
 CASES = [
     # (variables, the variable the message must name, the bad value it must show)
@@ -35,10 +35,10 @@ CASES = [
     ({"tpu_python_version": "python3.10"}, "tpu_python_version", "python3.10"),
     ({"tpu_python_source": "conda"}, "tpu_python_source", "conda"),
     ({"tpu_python_installer": "poetry"}, "tpu_python_installer", "poetry"),
-    ({"tpu_python_venv_path": "venvs/tpu"}, "tpu_python_venv_path", "venvs/tpu"),
-    ({"tpu_python_venv_path": "~/../other/venv"}, "tpu_python_venv_path", "~/../other/venv"),
-    ({"tpu_python_venv_owner": "Bad User"}, "tpu_python_venv_owner", "Bad User"),
-    ({"tpu_python_venv_owner": "nosuchuser-x9"}, "tpu_python_venv_owner", "nosuchuser-x9"),
+    ({"tpu_venv_path": "venvs/tpu"}, "tpu_venv_path", "venvs/tpu"),
+    ({"tpu_venv_path": "~/../other/venv"}, "tpu_venv_path", "~/../other/venv"),
+    ({"tpu_login_user": "Bad User"}, "tpu_login_user", "Bad User"),
+    ({"tpu_login_user": "nosuchuser-x9"}, "tpu_login_user", "nosuchuser-x9"),
     (
         {"tpu_python_venv_activate_on_login": "sometimes"},
         "tpu_python_venv_activate_on_login",
@@ -70,7 +70,7 @@ def test_good_input_passes_in_check_mode():
     """The same run without a bad value gets through preflight (the cases above are real)."""
     result = run_role(
         "python",
-        {**GOOD, "tpu_python_venv_path": "/nonexistent/cloudtpu-check-venv"},
+        {**GOOD, "tpu_venv_path": "/nonexistent/cloudtpu-check-venv"},
         hostvars=LOCAL_PYTHON,
     )
     out = result.stdout + result.stderr

@@ -23,13 +23,13 @@ CASES = [
         "enable",
     ),
     (
-        {"tpu_remote_shell_byobu_on_login": "enable", "tpu_remote_shell_user": "Bad User"},
-        "tpu_remote_shell_user",
+        {"tpu_remote_shell_byobu_on_login": "enable", "tpu_login_user": "Bad User"},
+        "tpu_login_user",
         "Bad User",
     ),
     (
-        {"tpu_remote_shell_byobu_on_login": "enable", "tpu_remote_shell_user": "nosuchuser-x9"},
-        "tpu_remote_shell_user",
+        {"tpu_remote_shell_byobu_on_login": "enable", "tpu_login_user": "nosuchuser-x9"},
+        "tpu_login_user",
         "nosuchuser-x9",
     ),
     ({"tpu_remote_shell_mosh": "maybe"}, "tpu_remote_shell_mosh", "maybe"),

@@ -41,8 +41,8 @@ def run_preflight(tmp_path, facts: dict, **variables):
                         "tasks_from": "preflight.yml",
                     },
                     "vars": {
-                        "tpu_python_venv_owner": "root",
-                        "tpu_python_venv_path": "/nonexistent/cloudtpu-venv",
+                        "tpu_login_user": "root",
+                        "tpu_venv_path": "/nonexistent/cloudtpu-venv",
                         **variables,
                     },
                 }

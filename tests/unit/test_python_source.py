@@ -120,7 +120,15 @@ def test_the_hosts_apt_sources_serve_what_the_release_lacks(prefer):
     assert "Debian 12 itself ships python3.11" in got["message"], got
 
 
-@pytest.mark.parametrize("policy", ["", POLICY_NONE, "N: Unable to locate package python3.10"])
+# apt-cache reads its argument as a pattern: python3.10 also matches other packages' names.
+POLICY_OTHER = (
+    "postgresql-plpython3-10:\n  Installed: (none)\n  Candidate: 10.1-1\n  Version table:\n"
+)
+
+
+@pytest.mark.parametrize(
+    "policy", ["", POLICY_NONE, "N: Unable to locate package python3.10", POLICY_OTHER]
+)
 def test_no_apt_candidate_leaves_the_refusal(policy):
     got = python_source("3.10", "Debian", "12", "auto", policy)
     assert not got["ok"] and "Debian 12 ships python3.11" in got["message"], got
