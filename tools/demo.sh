@@ -72,10 +72,10 @@ up() {
   step "status"
   playbook playbooks/status.yml
 
+  # User, key and known_hosts file are the ones Ansible connects with (the environment above);
+  # recover.yml rewrites this file when the workers' addresses change.
   step "SSH config for the workers ($demo/ssh_config)"
-  playbook playbooks/ssh_config.yml -e tpu_ssh_config_path="$demo/ssh_config" \
-    -e tpu_ssh_config_identity_file="$demo/id_ed25519" -e tpu_ssh_config_user=tpu
-  printf 'UserKnownHostsFile %s\n' "$demo/known_hosts" >> "$demo/ssh_config"
+  playbook playbooks/ssh_config.yml -e tpu_ssh_config_path="$demo/ssh_config"
 
   cat <<MSG
 
