@@ -267,3 +267,18 @@ def test_text_output_says_what_was_refused(pod: Pod) -> None:
     result = pod.run()
     assert result.returncode == 5, result.stdout
     assert f"refused {pod.locks[0]}: is a symbolic link" in result.stdout, result.stdout
+
+
+def test_lock_folder_others_can_write_is_refused(pod: Pod, tmp_path: Path) -> None:
+    """--tmp-dir (a test hook) cannot point at a folder anyone can write without the sticky bit."""
+    pod.stale()
+    tmp_path.chmod(0o777)
+    try:
+        code, out = pod.run_json()
+    finally:
+        tmp_path.chmod(0o700)
+    assert code == 5, out
+    assert reasons(out, pod.root) == [
+        f"not a safe lock folder: {pod.root} is writable by other users"
+    ], out
+    assert out["removed"] == [] and pod.locks[0].exists(), out
