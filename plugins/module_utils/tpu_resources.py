@@ -65,6 +65,49 @@ def _str_dict(value: Any) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in value.items()}
 
 
+def _ssh_key_user(line: str) -> str:
+    """The user of an ``ssh-keys`` metadata line (``user:ssh-ed25519 AAAA... comment``)."""
+    return line.split(":", 1)[0].strip() if ":" in line else ""
+
+
+def merge_ssh_keys(current: str, wanted: str) -> str:
+    """``current`` with the users of ``wanted`` given exactly ``wanted``'s keys.
+
+    Lines of other users stay where they are; a wanted user's lines take the place of that
+    user's first line on the node, or are added at the end. Merging twice gives the same text,
+    so a re-run changes nothing.
+    """
+    wanted_lines = [ln.strip() for ln in str(wanted or "").splitlines() if ln.strip()]
+    by_user: dict[str, list[str]] = {}
+    for line in wanted_lines:
+        by_user.setdefault(_ssh_key_user(line), []).append(line)
+    merged: list[str] = []
+    placed: set[str] = set()
+    for line in (ln.strip() for ln in str(current or "").splitlines()):
+        if not line:
+            continue
+        user = _ssh_key_user(line)
+        if user in by_user:
+            if user not in placed:
+                merged.extend(by_user[user])
+                placed.add(user)
+            continue
+        merged.append(line)
+    for user, lines in by_user.items():
+        if user not in placed:
+            merged.extend(lines)
+    return "\n".join(dict.fromkeys(merged))
+
+
+def merge_metadata(current: Any, wanted: Any) -> dict[str, str]:
+    """The node's metadata with the wanted keys set: other keys are kept, and ``ssh-keys`` is
+    merged per user (see merge_ssh_keys), so other people's keys survive a re-provision."""
+    merged = _str_dict(current)
+    for key, value in _str_dict(wanted).items():
+        merged[key] = merge_ssh_keys(merged.get(key, ""), value) if key == "ssh-keys" else value
+    return merged
+
+
 def node_body(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The API's Node JSON for a spec; options that are None are left out."""
     body: dict[str, Any] = {}

@@ -109,8 +109,17 @@ options:
     description:
       - Metadata of the workers, for example C(startup-script) and C(ssh-keys)
         (C(user:ssh-ed25519 AAAA... comment) lines, which the TPU VM guest agent turns into login
-        users with passwordless sudo). Changed in place; the node gets exactly these keys.
+        users with passwordless sudo). Changed in place.
+      - With O(metadata_mode=merge) (the default) an existing node keeps the keys the task does
+        not name, and C(ssh-keys) is merged per user (the users named here get exactly these
+        keys, other users' keys stay), so a re-run does not lock other people out. With
+        V(replace) the node gets exactly these keys.
     type: dict
+  metadata_mode:
+    description: How O(metadata) is applied to an existing node.
+    type: str
+    choices: [merge, replace]
+    default: merge
   service_account:
     description: Service account the workers run as.
     type: dict
@@ -276,6 +285,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import 
     TRANSITIONAL_STATES,
     Deadline,
     describe_differences,
+    merge_metadata,
     node_body,
     node_spec,
     node_workers,
@@ -306,6 +316,7 @@ def argument_spec() -> dict[str, Any]:
         reserved={"type": "bool"},
         labels={"type": "dict"},
         metadata={"type": "dict"},
+        metadata_mode={"type": "str", "choices": ["merge", "replace"], "default": "merge"},
         service_account={
             "type": "dict",
             "options": {
@@ -475,6 +486,11 @@ class NodeTask:
                 return None
             return self.create()
 
+        if (
+            self.wanted.get("metadata") is not None
+            and self.module.params["metadata_mode"] == "merge"
+        ):
+            self.wanted["metadata"] = merge_metadata(node.get("metadata"), self.wanted["metadata"])
         differences = spec_differences(self.wanted, node)
         self.result["differences"] = differences
         self.after = dict(self.before)

@@ -254,3 +254,34 @@ def test_preempted_node_warns_when_present_and_refuses_to_start(api: Api) -> Non
     started = run_module("tpu_node", node_args(api, state="started"))
     assert started.failed
     assert "PREEMPTED" in started.msg and "recover" in started.msg, started.msg
+
+
+ALICE = "alice:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAlice alice"
+TPU_NEW = "tpu:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINewKey tpu"
+
+
+def test_another_users_key_survives_a_re_provision(api: Api) -> None:
+    """Someone added their key to the node; the same task run again keeps it."""
+    create(api, metadata={"ssh-keys": V4_16["metadata"]["ssh-keys"] + "\n" + ALICE})
+    api.reset_calls()
+    again = create(api)  # the original task: only tpu's key, as provision.yml sends it
+    assert again["changed"] is False, again.get("differences")
+    assert api.mutating_calls() == {}, api.calls()
+    keys = api.node("pod-a")["metadata"]["ssh-keys"].splitlines()
+    assert ALICE in keys and V4_16["metadata"]["ssh-keys"] in keys
+
+
+def test_the_login_users_key_is_replaced_and_the_others_kept(api: Api) -> None:
+    create(api, metadata={"ssh-keys": ALICE + "\n" + V4_16["metadata"]["ssh-keys"]})
+    result = create(api, metadata={"ssh-keys": TPU_NEW, "startup-script": "echo hi"})
+    assert result["changed"] is True and result["updated_fields"] == ["metadata"]
+    metadata = api.node("pod-a")["metadata"]
+    assert metadata["ssh-keys"].splitlines() == [ALICE, TPU_NEW]
+    assert metadata["startup-script"] == "echo hi"
+    assert create(api, metadata={"ssh-keys": TPU_NEW})["changed"] is False
+
+
+def test_replace_mode_sets_exactly_the_given_metadata(api: Api) -> None:
+    create(api, metadata={"ssh-keys": ALICE + "\n" + V4_16["metadata"]["ssh-keys"], "x": "1"})
+    create(api, metadata_mode="replace")
+    assert api.node("pod-a")["metadata"] == V4_16["metadata"]

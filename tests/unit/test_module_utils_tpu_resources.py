@@ -136,3 +136,26 @@ def test_multislice_node_ids(
 def test_queued_resource_state_explains_a_failure() -> None:
     qr = {"state": {"state": "FAILED", "failedData": {"error": {"message": "no quota"}}}}
     assert r.queued_resource_state(qr) == ("FAILED", "no quota")
+
+
+@pytest.mark.parametrize(
+    ("current", "wanted", "merged"),
+    [
+        ("", "tpu:k1 tpu", "tpu:k1 tpu"),
+        ("alice:a1 alice", "tpu:k1 tpu", "alice:a1 alice\ntpu:k1 tpu"),
+        ("tpu:old tpu\nalice:a1 alice", "tpu:k1 tpu", "tpu:k1 tpu\nalice:a1 alice"),
+        ("tpu:old\nalice:a1\ntpu:older", "tpu:k1\ntpu:k2", "tpu:k1\ntpu:k2\nalice:a1"),
+        ("alice:a1\n\n bob:b1 ", "", "alice:a1\nbob:b1"),
+        ("alice:a1\ntpu:k1", "tpu:k1", "alice:a1\ntpu:k1"),
+    ],
+)
+def test_merge_ssh_keys_replaces_only_the_named_users(current, wanted, merged) -> None:
+    assert r.merge_ssh_keys(current, wanted) == merged
+    # Merging again changes nothing (a re-run of provision is a no-op).
+    assert r.merge_ssh_keys(merged, wanted) == merged
+
+
+def test_merge_metadata_keeps_keys_the_task_does_not_name() -> None:
+    current = {"ssh-keys": "alice:a1", "startup-script": "echo old", "team": "x"}
+    got = r.merge_metadata(current, {"ssh-keys": "tpu:k1", "startup-script": "echo new"})
+    assert got == {"ssh-keys": "alice:a1\ntpu:k1", "startup-script": "echo new", "team": "x"}
