@@ -37,6 +37,7 @@ BASE = {
     "tpu_recover_poll_interval": 0.1,
     "tpu_recover_wait_for_ssh": False,
     "tpu_recover_bootstrap": False,
+    "tpu_recover_ssh_config": False,
 }
 
 

@@ -1,4 +1,5 @@
-"""playbooks/ssh_config.yml: a managed block per inventory in the user's SSH config.
+"""playbooks/ssh_config.yml: a managed block per inventory in the user's SSH config, with the
+user, key and known_hosts file Ansible connects with, and refreshes of the file it last wrote.
 
 The play runs for real on the control machine against a static inventory, with the config
 path (or HOME) pointed at a temporary directory; `ssh -G` then shows what ssh itself makes of
@@ -38,9 +39,11 @@ def write_inventory(path: Path, addresses: dict[str, str], **group_vars: object)
     return path
 
 
-def run(inventory: Path, *extra: str, home: Path | None = None):
-    env = playbook_env(**({"HOME": str(home)} if home else {}))
-    return run_playbook(PLAYBOOK, inventory, *extra, env=env)
+def run(inventory: Path, *extra: str, home: Path | None = None, **env_extra: str):
+    env = playbook_env(**({"HOME": str(home)} if home else {}), **env_extra)
+    # The record of written files goes next to the inventory, not into the real home.
+    record = ("-e", f"tpu_ssh_config_record={inventory.parent / 'ssh_config_record.json'}")
+    return run_playbook(PLAYBOOK, inventory, *(() if home else record), *extra, env=env)
 
 
 def ssh_g(config: Path, host: str) -> dict[str, str]:
@@ -207,3 +210,58 @@ def test_bad_input_is_refused_before_writing(tmp_path, config, extra, addresses,
     assert named in error, f"the error does not name {named}:\n{error or out}"
     assert value in error, f"the error does not show {value!r}:\n{error or out}"
     assert config.read_text() == BEFORE, config.read_text()
+
+
+def test_entries_carry_the_key_and_known_hosts_file_ansible_uses(tmp_path: Path, config: Path):
+    inventory = write_inventory(
+        tmp_path / "inventory.json",
+        {"pod-w0": "203.0.113.10"},
+        ansible_ssh_private_key_file="/keys/pod key",
+    )
+    known = tmp_path / "known hosts"
+    common = f"-o ControlMaster=auto -o 'UserKnownHostsFile={known}'"
+    result = run(inventory, "-e", f"tpu_ssh_config_path={config}", ANSIBLE_SSH_COMMON_ARGS=common)
+    out = result.stdout + result.stderr
+    # A key path with a space cannot be one IdentityFile word: refused, nothing written.
+    assert result.returncode != 0 and "ansible_ssh_private_key_file" in error_text(out), out
+    assert config.read_text() == BEFORE
+
+    write_inventory(
+        inventory,
+        {"pod-w0": "203.0.113.10"},
+        ansible_ssh_private_key_file="/keys/pod_key",
+        tpu_login_user="tpu",
+    )
+    result = run(inventory, "-e", f"tpu_ssh_config_path={config}", ANSIBLE_SSH_COMMON_ARGS=common)
+    assert result.returncode == 0, result.stdout + result.stderr
+    seen = ssh_g(config, "pod-w0")
+    evidence = f"{config.read_text()}\nssh -G pod-w0: {seen}"
+    assert seen["user"] == "tpu", evidence  # the login user (tpu_login_user) over ansible_user
+    assert seen["identityfile"] == "/keys/pod_key", evidence
+    # One file whose name has a space: written quoted, read by ssh as one path.
+    assert seen["userknownhostsfile"] == str(known), evidence
+    # Without a key or known_hosts file in Ansible's settings, ssh keeps its own defaults.
+    write_inventory(inventory, {"pod-w0": "203.0.113.10"})
+    assert run(inventory, "-e", f"tpu_ssh_config_path={config}").returncode == 0
+    block = split_block(config.read_text())[1]
+    assert "IdentityFile" not in block and "UserKnownHostsFile" not in block, block
+
+
+def test_refresh_rewrites_the_file_last_written(tmp_path: Path, config: Path):
+    inventory = write_inventory(tmp_path / "inventory.json", {"pod-w0": "203.0.113.10"})
+    # Nothing written yet for this inventory: a refresh changes nothing and says so.
+    nothing = run(inventory, "-e", "tpu_ssh_config_refresh=true")
+    assert nothing.returncode == 0, nothing.stdout + nothing.stderr
+    assert "nothing to refresh" in nothing.stdout, nothing.stdout
+    assert config.read_text() == BEFORE
+
+    first = run(
+        inventory, "-e", f"tpu_ssh_config_path={config}", "-e", "tpu_ssh_config_proxy_jump=jump"
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    write_inventory(inventory, {"pod-w0": "198.51.100.20"})
+    refreshed = run(inventory, "-e", "tpu_ssh_config_refresh=yes")
+    assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    seen = ssh_g(config, "pod-w0")
+    assert seen["hostname"] == "198.51.100.20", config.read_text()
+    assert seen["proxyjump"] == "jump", config.read_text()  # the recorded option is kept
