@@ -1,0 +1,122 @@
+"""The repository's inventory settings (ansible.cfg [inventory], inventories/gcp/tpu_vm.yml),
+with ansible-inventory and ansible-playbook against the emulator.
+
+- A source given with -i that no plugin can read fails the run (non-zero exit, one error) with
+  the reason of the plugin that was meant to read it; the plugins this project does not use
+  (ini, script, toml) are not enabled, so they add no noise. Without -i, plays on localhost still run.
+- inventories/gcp/tpu_vm.yml takes its credentials from GCP_AUTH_KIND and
+  GCP_SERVICE_ACCOUNT_FILE (or GCP_ACCESS_TOKEN), as the modules do.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import VENV_BIN, Emulator, ansible_inventory, start_emulator
+from tools.tpu_emulator.testing import REPO, TOKEN, node
+
+PROJECT = "config-project"
+STATE = {
+    "projects": {
+        PROJECT: {"zones": {"us-central2-b": {"nodes": [node("cfg-pod", "v4-16")]}}},
+        "no-viewer": {"denied_permissions": ["tpu.nodes.list"], "zones": {"us-east1-d": {}}},
+    }
+}
+UNUSED_PLUGINS = ("'ini' plugin", "'script' plugin", "'toml' plugin", "Invalid host pattern")
+GCP = REPO / "inventories" / "gcp"
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    yield from start_emulator(STATE, tmp_path_factory.mktemp("emulator"))
+
+
+def playbook(inventory: str | None, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """A play on localhost that only says hello, with the repository's ansible.cfg."""
+    play = tmp_path / "hello.yml"
+    play.write_text(
+        "- name: Hello\n  hosts: localhost\n  connection: local\n  gather_facts: false\n"
+        "  tasks:\n    - name: Say it\n      ansible.builtin.debug:\n        msg: hello\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "GCP_"))}
+    env.update(ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env.update(ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_LOCALHOST_WARNING="false")
+    command = [str(VENV_BIN / "ansible-playbook"), str(play)]
+    if inventory is not None:
+        command[1:1] = ["-i", inventory]
+    return subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+def test_a_typo_in_one_file_of_an_inventory_folder_fails(tmp_path: Path) -> None:
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    (folder / "good.yml").write_text("all:\n  hosts:\n    worker-a: {}\n")
+    (folder / "typo.yml").write_text("all:\n  hosts:\n    worker-b:\n   worker-c:\n")
+    run = ansible_inventory(folder, "--list")
+    assert run.returncode != 0, "a broken file next to a good one was ignored"
+    assert f"Completely failed to parse inventory source {folder / 'typo.yml'}" in run.stderr
+    assert "YAML parsing failed" in run.stderr
+    assert run.stderr.count("[ERROR]") == 1, run.stderr
+    assert not [noise for noise in UNUSED_PLUGINS if noise in run.stderr], run.stderr
+
+
+def test_an_api_error_fails_the_playbook_with_the_plugins_reason(
+    emulator: Emulator, tmp_path: Path
+) -> None:
+    source = emulator.source(tmp_path, projects=["no-viewer"])
+    result = playbook(str(source), tmp_path)
+    assert result.returncode != 0, "the play ran on an inventory that could not be read"
+    assert "the caller lacks permission tpu.nodes.list" in result.stderr
+    assert result.stderr.count("[ERROR]") == 1, result.stderr
+    assert not [noise for noise in UNUSED_PLUGINS if noise in result.stderr], result.stderr
+    assert "hello" not in result.stdout
+
+
+def test_a_missing_inventory_path_fails(tmp_path: Path) -> None:
+    result = playbook(str(tmp_path / "pods.tpu_vm.yml"), tmp_path)
+    assert result.returncode != 0
+    assert "Completely failed to parse inventory source" in result.stderr, result.stderr
+
+
+def test_without_an_inventory_localhost_plays_still_run(tmp_path: Path) -> None:
+    result = playbook(None, tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    assert '"msg": "hello"' in result.stdout
+
+
+def test_gcp_inventory_takes_an_access_token_from_the_environment(emulator: Emulator) -> None:
+    run = ansible_inventory(
+        GCP,
+        "--list",
+        CLOUDTPU_PROJECT=PROJECT,
+        CLOUDTPU_API_ENDPOINT=emulator.api_url,
+        GCP_AUTH_KIND="accesstoken",
+        GCP_ACCESS_TOKEN=TOKEN,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.hosts("tpu_node_cfg_pod") == ["cfg-pod-w0", "cfg-pod-w1"]
+
+
+def test_gcp_inventory_service_account_with_a_bad_key_file_says_so(
+    emulator: Emulator, tmp_path: Path
+) -> None:
+    missing = tmp_path / "missing-key.json"
+    run = ansible_inventory(
+        GCP,
+        "--list",
+        CLOUDTPU_PROJECT=PROJECT,
+        CLOUDTPU_API_ENDPOINT=emulator.api_url,
+        GCP_AUTH_KIND="serviceaccount",
+        GCP_SERVICE_ACCOUNT_FILE=str(missing),
+    )
+    assert run.returncode != 0
+    assert f"cannot read service_account_file '{missing}'" in run.stderr, run.stderr
+    assert "GCP_SERVICE_ACCOUNT_FILE" in run.stderr
+    assert run.stderr.count("[ERROR]") == 1, run.stderr
