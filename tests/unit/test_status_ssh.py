@@ -4,13 +4,13 @@ and status_node_groups (the inventory groups of node IDs)."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.filter.status_nodes import (
+from ansible_collections.cloudtpu.pod.plugins.filter.status_node_groups import (
     FilterModule as NodesFilter,
 )
-from ansible_collections.cloudtpu.pod.plugins.filter.status_nodes import (
+from ansible_collections.cloudtpu.pod.plugins.filter.status_node_groups import (
     status_node_groups,
 )
-from ansible_collections.cloudtpu.pod.plugins.filter.status_ssh import (
+from ansible_collections.cloudtpu.pod.plugins.filter.status_ssh_option import (
     FilterModule,
     status_ssh_option,
 )
