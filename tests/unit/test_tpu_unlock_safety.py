@@ -282,3 +282,41 @@ def test_lock_folder_others_can_write_is_refused(pod: Pod, tmp_path: Path) -> No
         f"not a safe lock folder: {pod.root} is writable by other users"
     ], out
     assert out["removed"] == [] and pod.locks[0].exists(), out
+
+
+LOOK = [
+    ("/dev/accel0", True),
+    ("/dev/vfio/0", True),
+    ("/tmp/libtpu_lockfile", True),
+    ("/tmp/libtpu_lockfile (deleted)", True),
+    ("/mnt/shared/data.bin", False),
+    ("/home/tpu/train.py", False),
+    ("socket:[12345]", False),
+    ("pipe:[678]", False),
+    ("anon_inode:[eventfd]", False),
+]
+
+
+@pytest.mark.parametrize(("target", "looked_at"), LOOK, ids=[t for t, _ in LOOK])
+def test_only_files_in_dev_or_watched_folders_are_stat_ed(target: str, looked_at: bool) -> None:
+    assert tpu_unlock.worth_a_look(target, {"/tmp"}) is looked_at
+
+
+def test_a_file_on_a_slow_mount_is_never_stat_ed(
+    pod: Pod, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A held file outside /dev and the watched folders (an NFS share that hangs) is not asked."""
+    (tmp_path / "share").mkdir()
+    data = tmp_path / "share" / "data.bin"
+    data.write_bytes(b"x")
+    child = pod.hold(data)
+    real_stat = os.stat
+
+    def fake_stat(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        if f"/{child.pid}/fd/" in str(path) and os.readlink(path) == str(data):
+            raise AssertionError("stat() on a file of a possibly hanging mount")
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(tpu_unlock.os, "stat", fake_stat)
+    code, out = run_in_process(pod, capsys)
+    assert code == 0 and out["holders"] == [], out
