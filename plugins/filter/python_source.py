@@ -51,10 +51,10 @@ options:
     choices: [auto, system, deadsnakes]
   apt_policy:
     description:
-      - The output of C(apt-cache policy pythonX.Y) on the host. A C(Candidate:) version in it
-        means the host's apt sources offer the package, so C(auto) and C(system) install it from
-        there even where the release itself lacks it. Empty (the default) or C(Candidate: (none))
-        leaves the decision to the tables.
+      - The output of C(apt-cache policy pythonX.Y) on the host. A candidate version in the
+        block of that very package means the host's apt sources offer it, so C(auto) and
+        C(system) install it from there even where the release itself lacks it. Empty (the
+        default) or no candidate leaves the decision to the tables.
     type: str
     default: ""
 """
