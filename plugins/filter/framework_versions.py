@@ -52,7 +52,7 @@ _value:
       description: Distribution name to installed version (only those installed), and C(python).
       type: dict
     message:
-      description: One line, such as C(Python 3.10.13: jax 0.6.2, jaxlib 0.6.2, libtpu 0.0.17).
+      description: "One line, such as C(Python 3.10.13: jax 0.6.2, jaxlib 0.6.2, libtpu 0.0.17)."
       type: str
     warning:
       description: Empty, or why C(latest) did not give the newest release line.
