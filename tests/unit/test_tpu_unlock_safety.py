@@ -320,3 +320,12 @@ def test_a_file_on_a_slow_mount_is_never_stat_ed(
     monkeypatch.setattr(tpu_unlock.os, "stat", fake_stat)
     code, out = run_in_process(pod, capsys)
     assert code == 0 and out["holders"] == [], out
+
+
+def test_a_folder_matched_by_the_device_pattern_is_skipped(pod: Pod) -> None:
+    """Newer kernels have a /dev/accel/ folder, which /dev/accel* matches: not a device."""
+    (pod.root / "dev" / "accel").mkdir()
+    pod.stale()
+    code, out = pod.run_json()
+    assert code == 0 and out["refused"] == [], out
+    assert str(pod.locks[0]) in out["removed"], out
