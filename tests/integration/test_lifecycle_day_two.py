@@ -311,7 +311,7 @@ def test_status_of_a_preempted_node_and_of_an_empty_inventory(pod: Pod) -> None:
 
 
 BAD_RECOVER = [
-    ("tpu_recover_timeout", "0", "greater than 0"),
+    ("tpu_recover_timeout", "0", "out of range; allowed: a whole number from 1 to"),
     ("tpu_recover_poll_interval", "soon", "soon"),
     ("tpu_recover_force", "maybe", "maybe"),
     ("tpu_recover_states", "GONE", "GONE"),
