@@ -1,24 +1,13 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
 """The login user of a worker, and where their home, venv and run logs are."""
+# ruff: noqa: E402 - ansible-test wants imports below DOCUMENTATION, EXAMPLES and RETURN
 
 from __future__ import annotations
 
-import getpass
-from typing import Any
-
-from ansible import constants as C
-from ansible.errors import AnsibleError
-from ansible.plugins.lookup import LookupBase
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_login import (
-    KEYS,
-    LoginError,
-    resolve,
-)
-
 DOCUMENTATION = r"""
 name: login
-author: cloudtpu.pod maintainers
+author: cloudtpu.pod maintainers (@cloudtpu)
 version_added: 0.2.0
 short_description: The login user of a worker, their home, venv and run-log folder
 description:
@@ -60,6 +49,18 @@ _raw:
       source (where the user came from).
   type: raw
 """
+
+import getpass
+from typing import Any
+
+from ansible import constants as C
+from ansible.errors import AnsibleError
+from ansible.plugins.lookup import LookupBase
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_login import (
+    KEYS,
+    LoginError,
+    resolve,
+)
 
 _INPUTS = (
     "tpu_login_user",

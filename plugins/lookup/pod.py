@@ -1,18 +1,13 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
 """The pod of the current host: its coordinator, its workers and their addresses."""
+# ruff: noqa: E402 - ansible-test wants imports below DOCUMENTATION, EXAMPLES and RETURN
 
 from __future__ import annotations
 
-from typing import Any
-
-from ansible.errors import AnsibleError
-from ansible.plugins.lookup import LookupBase
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import pod_of
-
 DOCUMENTATION = r"""
 name: pod
-author: cloudtpu.pod maintainers
+author: cloudtpu.pod maintainers (@cloudtpu)
 version_added: 0.2.0
 short_description: The pod of the current host (coordinator, workers, addresses)
 description:
@@ -51,6 +46,12 @@ _raw:
   description: The values of the keys asked for, or the whole mapping.
   type: raw
 """
+
+from typing import Any
+
+from ansible.errors import AnsibleError
+from ansible.plugins.lookup import LookupBase
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import pod_of
 
 _HOST_KEYS = (
     "tpu_node",
