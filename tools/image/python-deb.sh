@@ -87,6 +87,45 @@ for root in roots:
         path.write_bytes(data)
 PY
 
+# pip as the distributions ship it in pythonX.Y-venv: its certifi answers the system's CA bundle
+# (/etc/ssl/certs, which update-ca-certificates keeps), not the copy inside the wheel, so pip in a
+# new venv trusts what the host trusts (an inspecting proxy's CA included).
+"$src/bin/python$want" - "$main/usr/lib/python$want/ensurepip/_bundled" <<'PY'
+import base64, hashlib, pathlib, sys, zipfile
+
+CORE = b'''"""The system's CA bundle (kept by update-ca-certificates), as distributions ship pip."""
+
+SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def where() -> str:
+    return SYSTEM_BUNDLE
+
+
+def contents() -> str:
+    with open(SYSTEM_BUNDLE, encoding="ascii") as bundle:
+        return bundle.read()
+'''
+TARGET = "pip/_vendor/certifi/core.py"
+digest = base64.urlsafe_b64encode(hashlib.sha256(CORE).digest()).rstrip(b"=").decode()
+for wheel in pathlib.Path(sys.argv[1]).glob("pip-*.whl"):
+    patched = wheel.with_suffix(".patched")
+    with zipfile.ZipFile(wheel) as old, zipfile.ZipFile(patched, "w", zipfile.ZIP_DEFLATED) as new:
+        for info in old.infolist():
+            data = old.read(info.filename)
+            if info.filename == TARGET:
+                data = CORE
+            elif info.filename.endswith(".dist-info/RECORD"):
+                lines = [
+                    f"{TARGET},sha256={digest},{len(CORE)}" if line.startswith(TARGET + ",") else line
+                    for line in data.decode().splitlines()
+                ]
+                data = ("\n".join(lines) + "\n").encode()
+            new.writestr(info, data)
+    patched.replace(wheel)
+    print(f"python-deb: {wheel.name}: pip trusts the system's CA bundle", file=sys.stderr)
+PY
+
 # Byte-code compiled now, with the paths it will have on the worker.
 "$src/bin/python$want" -m compileall -q -j 0 -d "/usr/lib/python$want" \
   -x '/(lib2to3/tests|ensurepip/_bundled)/' "$main/usr/lib/python$want" >/dev/null || true
