@@ -14,6 +14,10 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
 from ansible_collections.cloudtpu.pod.plugins.filter.run_environment import run_environment
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
+    number_problem,
+    path_problem,
+)
 
 DOCUMENTATION = r"""
 name: run_options
@@ -31,8 +35,10 @@ description:
     (a local file, copied to each worker) must be given. C(raw_params) is what Ansible's
     key=value parser left over (C(-e cmd=python train.py) keeps only C(python)); when it is set
     the command was cut and the request is refused with the forms that work.
-  - With I(home), C(workdir) is resolved for that host (a relative C(workdir) is below the
-    home; without one, C(sync_dest) if given, else the home).
+  - With I(home), C(workdir) is resolved and checked for that host (a relative C(workdir) is
+    below the home; it must be the home, inside it, or inside C(/opt), C(/srv) or C(/mnt);
+    without one, C(sync_dest) if given, else the home). Numbers and paths go through the
+    collection's shared checks (C(number_problem), C(path_problem)).
 positional: _input, home
 options:
   _input:
@@ -100,35 +106,40 @@ def _number(value: Any, field: str, errors: list[str]) -> int:
     name, default, low, high, what = NUMBERS[field]
     if value is None or value == "":
         return default
-    if isinstance(value, bool):
-        number = None
-    elif isinstance(value, int):
-        number = value
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
-    else:
-        number = None
-    if number is None or not low <= number <= high:
+    problem = number_problem(value, name, low, high) if not isinstance(value, bool) else "x"
+    if problem:
         errors.append(
-            f"{name} is {value!r}: it must be a whole number from {low} to {high} ({what})"
+            (problem if problem != "x" else f"{name} is {value!r}: not a whole number")
+            + f" ({what})"
         )
         return default
-    return number
+    return int(float(value))
 
 
-def _workdir(value: Any, errors: list[str]) -> str:
+# Where a run may work: the login home and what is inside it, or inside these folders.
+WORK_ROOTS = ("/opt", "/srv", "/mnt")
+
+
+def _workdir(value: Any, home: str, errors: list[str]) -> str:
+    """The working folder on a host with this home ('' when not given or without a home)."""
     if value is None or value == "":
         return ""
     text = str(value).strip()
-    if not text or "\n" in text or ".." in text.split("/") or text.startswith("~"):
+    if not text or text.startswith("~") or ".." in text.split("/") or "\n" in text:
         errors.append(
             f"tpu_run_workdir is {value!r}: give an absolute path or one relative to the login "
             "home, without '..' or '~'"
         )
         return ""
-    return posixpath.normpath(text)
+    if not home:
+        return ""
+    path = posixpath.normpath(posixpath.join(home, text))
+    if path != home:
+        problem = path_problem(path, "tpu_run_workdir", under=[home, *WORK_ROOTS])
+        if problem:
+            errors.append(problem)
+            return ""
+    return path
 
 
 def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
@@ -169,7 +180,7 @@ def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
         for field, (name, default) in BOOLEANS.items()
     }
     result.update({field: _number(raw.get(field), field, errors) for field in NUMBERS})
-    workdir = _workdir(raw.get("workdir"), errors)
+    workdir = _workdir(raw.get("workdir"), home, errors)
     try:
         result["env"] = run_environment(raw.get("env"))
     except AnsibleFilterError as exc:
@@ -179,9 +190,8 @@ def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
     script_name = posixpath.basename(script_path) if script_path else ""
     if script_name.startswith("."):
         script_name = "_" + script_name
-    if home:
-        base = workdir or str(raw.get("sync_dest") or "") or home
-        workdir = posixpath.normpath(posixpath.join(home, base))
+    if home and not workdir:
+        workdir = str(raw.get("sync_dest") or "") or home
     result.update(
         {
             "ok": not errors,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import path_problem
 
 DOCUMENTATION = r"""
 name: sync_options
@@ -20,9 +21,9 @@ short_description: Check the variables of playbooks/sync.yml and work out the de
 description:
   - Exactly one source, a local folder (C(src), from C(tpu_sync_src)) or a git repository
     (C(repo) at C(version), from C(tpu_sync_repo) and C(tpu_sync_version)).
-  - The destination is C(tpu_sync_dest) (an absolute path below the login home or below
-    C(/opt), without C(..)), else C(<home>/<name>) where the name is the folder's or the
-    repository's base name.
+  - The destination is C(tpu_sync_dest) (an absolute, normalised path inside the login home,
+    C(/opt), C(/srv) or C(/mnt), checked by the collection's C(path_problem)), else
+    C(<home>/<name>) where the name is the folder's or the repository's base name.
   - Never fails itself; returns C(ok=false) and a message naming each variable that is wrong,
     its value and what is allowed. Without I(home) the destination is not resolved (the
     checks that need the home are left for the per-host call).
@@ -55,7 +56,8 @@ _value:
 """
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._+-]+$")
-ROOTS = ("/opt",)
+# Where code may go besides the login home (strictly inside them).
+ROOTS = ("/opt", "/srv", "/mnt")
 
 
 def _bool(value: Any, name: str, errors: list[str]) -> bool:
@@ -83,23 +85,13 @@ def _below(path: str, root: str) -> bool:
 
 
 def _dest(value: Any, home: str, errors: list[str]) -> str:
-    text = str(value).strip()
-    normal = posixpath.normpath(text) if text.startswith("/") else ""
-    parts = text.split("/")
-    if not normal or ".." in parts or "\n" in text:
-        errors.append(
-            f"tpu_sync_dest is {value!r}: it must be an absolute path without '..' "
-            "(below the login home or below /opt)"
-        )
+    text = str(value).strip() if isinstance(value, str) else value
+    under = [home, *ROOTS] if home else None
+    problem = path_problem(text, "tpu_sync_dest", under=under)
+    if problem:
+        errors.append(problem)
         return ""
-    roots = (home, *ROOTS) if home else ROOTS
-    if home and not any(_below(normal, root) for root in roots):
-        errors.append(
-            f"tpu_sync_dest is {value!r}: it must be a folder below the login home ({home}) "
-            "or below /opt"
-        )
-        return ""
-    return normal
+    return text
 
 
 def sync_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
@@ -140,7 +132,7 @@ def sync_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
         else:
             errors.append(
                 f"cannot name the destination after {name!r}; set tpu_sync_dest "
-                "(an absolute path below the login home or /opt)"
+                "(an absolute path inside the login home, /opt, /srv or /mnt)"
             )
     needs_root = bool(dest and home and not _below(dest, home))
     return {

@@ -1,0 +1,380 @@
+"""Day two on a real emulated pod: run.yml, sync.yml and logs.yml against two worker containers.
+
+One v4-16 node (two workers, each a systemd+sshd container of the emulator's Docker backend) is
+provisioned once for this module and reached over SSH as the login user ``tpu`` with host key
+checking on. It is bootstrapped with only what these playbooks need:
+  * ``site.yml --tags libtpu``: run.yml calls tpu-unlock (with sudo) before every start;
+  * a venv made with ``python3 -m venv --without-pip`` at the login contract's place
+    (``~/.venv311``, the demo inventory's Python 3.11): run.yml only sources ``bin/activate``,
+    so installing Python packages (the python and framework roles, minutes per worker) would
+    prove nothing more here. A ``framework.env`` like the framework role's stands in for it.
+
+Skipped, with the reason printed, only when no Docker daemon answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.integration.lifecycle_support import (
+    BIN,
+    PROJECT,
+    REPO,
+    ZONE,
+    EmulatorCli,
+    Run,
+    ansible_env,
+    extra_vars,
+    playbook,
+    run,
+)
+
+IMAGE = "cloudtpu-pod-worker:current"
+NODE = "pod-run"
+GROUP = "tpu_node_pod_run"
+WORKERS = ["pod-run-w0", "pod-run-w1"]
+EMULATOR_ID = f"run{os.getpid()}"
+CLEANUP = [str(BIN / "python"), "-m", "tools.tpu_emulator.docker_backend", "cleanup"]
+HOME = "/home/tpu"
+VENV = f"{HOME}/.venv311"
+RUN_ID = re.compile(r"run (\d{8}T\d{6}Z-[0-9a-f]{4}), logs in")
+
+
+@dataclass
+class Pod:
+    env: dict[str, str]
+    tmp: Path
+
+    def play(self, name: str, *args: str, cwd: Path | None = None) -> Run:
+        result = playbook(name, self.env, *args) if cwd is None else self._play_in(cwd, name, args)
+        print(f"[{result.seconds:5.1f} s] {name} {' '.join(args)}: rc={result.returncode}")
+        return result
+
+    def _play_in(self, cwd: Path, name: str, args: tuple[str, ...]) -> Run:
+        cmd = [
+            str(BIN / "ansible-playbook"),
+            "-i",
+            str(REPO / "inventories" / "demo"),
+            str(REPO / "playbooks" / name),
+            *args,
+        ]
+        started = time.monotonic()
+        done = subprocess.run(
+            cmd, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=600, check=False
+        )
+        return Run(cmd, done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+
+    def shell(self, command: str, host: str = GROUP) -> dict[str, str]:
+        """Run a shell command as the login user on the workers; stdout per worker."""
+        result = run(
+            [
+                str(BIN / "ansible"),
+                "-i",
+                "inventories/demo",
+                host,
+                "-m",
+                "ansible.builtin.shell",
+                "-a",
+                command,
+                "-o",
+            ],
+            self.env,
+            300,
+        )
+        assert result.returncode == 0, result.tail()
+        found = {}
+        for line in result.stdout.splitlines():
+            match = re.match(r"^(\S+) \| CHANGED \| rc=0 \| \(stdout\) (.*)$", line)
+            if match:
+                found[match[1]] = match[2].replace("\\n", "\n")
+            elif re.match(r"^(\S+) \| CHANGED \| rc=0", line):
+                found[line.split()[0]] = ""
+        return found
+
+
+def docker_unavailable() -> str:
+    if shutil.which("docker") is None:
+        return "the docker command is not installed (make docker installs it)"
+    info = subprocess.run(["docker", "info"], capture_output=True, text=True, check=False)
+    if info.returncode != 0:
+        return f"no Docker daemon answers (make docker starts one): {info.stderr.strip()[:200]}"
+    if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode:
+        return f"the worker image {IMAGE} is missing (make image builds it)"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pod]:
+    reason = docker_unavailable()
+    if reason:
+        print(f"SKIPPED test_run_playbook: {reason}")
+        pytest.skip(reason)
+    folder = tmp_path_factory.mktemp("day2")
+    key = folder / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    (folder / "cp").mkdir()
+    emulator = EmulatorCli(
+        backend="docker",
+        delay=0.2,
+        env={"CLOUDTPU_EMULATOR_ID": EMULATOR_ID, "CLOUDTPU_EMULATOR_IMAGE": IMAGE},
+    ).start()
+    env = ansible_env(
+        emulator.api_url,
+        ANSIBLE_REMOTE_USER="tpu",
+        ANSIBLE_PRIVATE_KEY_FILE=str(key),
+        ANSIBLE_SSH_ARGS=(
+            "-o ControlMaster=auto -o ControlPersist=120s -o StrictHostKeyChecking=accept-new "
+            f"-o UserKnownHostsFile={folder / 'known_hosts'} -o ServerAliveInterval=5"
+        ),
+        ANSIBLE_SSH_CONTROL_PATH_DIR=str(folder / "cp"),
+        ANSIBLE_LOCAL_TEMP=str(folder / "ansible-tmp"),
+    )
+    pod = Pod(env, folder)
+    try:
+        up = pod.play(
+            "provision.yml",
+            *extra_vars(
+                {
+                    "tpu_provision_name": NODE,
+                    "tpu_provision_project": PROJECT,
+                    "tpu_provision_zone": ZONE,
+                    "tpu_provision_accelerator_type": "v4-16",
+                    "tpu_provision_ssh_user": "tpu",
+                    "tpu_provision_ssh_public_key_file": f"{key}.pub",
+                    "tpu_provision_known_hosts": str(folder / "known_hosts"),
+                    "tpu_provision_poll_interval": 0.5,
+                    "tpu_provision_ssh_timeout": 180,
+                }
+            ),
+        )
+        assert up.returncode == 0, up.tail(60)
+        libtpu = run(
+            [
+                str(BIN / "ansible-playbook"),
+                "-i",
+                "inventories/demo",
+                "site.yml",
+                "--tags",
+                "libtpu",
+                "--limit",
+                GROUP,
+            ],
+            env,
+            600,
+        )
+        assert libtpu.returncode == 0, libtpu.tail(60)
+        pod.shell(
+            f"python3 -m venv --without-pip {VENV} && "
+            f"printf 'PJRT_DEVICE=TPU\\n' > {VENV}/framework.env"
+        )
+        yield pod
+    finally:
+        emulator.stop()
+        leftovers = subprocess.run(
+            [*CLEANUP, "--id", EMULATOR_ID],
+            cwd=REPO,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        print(f"docker backend cleanup after the test: {leftovers.stdout.strip()}")
+
+
+def table(result: Run) -> dict[str, dict[str, object]]:
+    """The run's table (the debug task's msg list): worker -> {rc, lines}."""
+    block = result.stdout.split("TASK [Show the result of every worker]", 1)[-1]
+    start = block.index('"msg": [') + len('"msg": ')
+    lines = json.loads(block[start : block.index("\n    ]", start) + 6])
+    width = len(lines[1].split()[0])
+    rows: dict[str, dict[str, object]] = {}
+    current = ""
+    for line in lines[2:-1]:
+        host, code, text = (
+            line[:width].strip(),
+            line[width + 2 : width + 10].strip(),
+            line[width + 12 :],
+        )
+        if host:
+            current = host
+            rows[host] = {"rc": code, "lines": []}
+        rows[current]["lines"].append(text)  # type: ignore[union-attr]
+    return rows
+
+
+def run_id(result: Run) -> str:
+    match = RUN_ID.search(result.stdout)
+    assert match, result.tail(40)
+    return match[1]
+
+
+def runs_on_workers(pod: Pod) -> dict[str, str]:
+    return pod.shell(f"ls {HOME}/cloudtpu-runs 2>/dev/null | sort | tr '\\n' ' '")
+
+
+def test_bad_requests_are_refused_before_anything_starts(pod: Pod) -> None:
+    cases = [
+        # -e cmd='python train.py --steps 10' typed in a shell reaches Ansible like this
+        (["-e", "cmd=python train.py --steps 10"], "cmd was cut by Ansible's key=value parsing"),
+        ([], "nothing to run: give cmd or tpu_run_script"),
+        (["-e", "cmd=hostname", "-e", "tpu_run_script=/etc/hostname"], "not both"),
+        (["-e", "cmd=hostname", "-e", "tpu_run_timeout=soon"], "tpu_run_timeout is 'soon'"),
+        (["-e", "cmd=hostname", "-e", "tpu_run_detach=maybe"], "tpu_run_detach is 'maybe'"),
+    ]
+    for args, message in cases:
+        refused = pod.play("run.yml", *args)
+        assert refused.returncode != 0, refused.tail()
+        assert message in refused.output, (message, refused.tail(30))
+        if args[:2] == ["-e", "cmd=python train.py --steps 10"]:
+            assert "-e \"cmd='python train.py --steps 10'\"" in refused.output, refused.tail()
+    # a --limit that matches no worker: Ansible stops before any play, naming the pattern
+    typo = pod.play("run.yml", "-e", "cmd=hostname", "--limit", "pod-run-w9")
+    assert typo.returncode != 0
+    assert "Could not match supplied host pattern, ignoring: pod-run-w9" in typo.output, typo.tail()
+    assert "no hosts to target" in typo.output, typo.tail()
+    # nothing was recorded on the workers: the checks come before anything changes
+    assert runs_on_workers(pod) == {w: "" for w in WORKERS}
+
+
+def test_quotes_and_hash_reach_bash_in_the_venv_and_framework_env(pod: Pod) -> None:
+    cmd = """cmd='echo "a  b" && echo "$PJRT_DEVICE $VIRTUAL_ENV $PWD" # not shown'"""
+    result = pod.play("run.yml", "-e", cmd, "-e", "tpu_run_start_delay=2")
+    assert result.returncode == 0, result.tail(60)
+    rows = table(result)
+    assert sorted(rows) == WORKERS, rows
+    for worker in WORKERS:
+        assert rows[worker]["rc"] == "0", rows
+        assert rows[worker]["lines"] == ["a  b", f"TPU {VENV} {HOME}"], rows
+    assert "2 of 2 workers succeeded" in result.stdout
+    ident = run_id(result)
+    # the record, the exit code file and the modes of the run-record contract
+    for worker in WORKERS:
+        base = f"{HOME}/cloudtpu-runs/{ident}/{worker}"
+        seen = pod.shell(
+            f"stat -c '%a %U' {HOME}/cloudtpu-runs/{ident} {base}.log {base}.json {base}.rc"
+            f" | tr '\\n' ,; cat {base}.rc; cat {base}.json | tr -d '\\n'",
+            host=worker,
+        )[worker]
+        *modes, rest = seen.split(",", 4)
+        assert modes == ["700 tpu", "600 tpu", "600 tpu", "600 tpu"], seen
+        code, record = rest.split("\n", 1)
+        assert code.strip() == "0", seen
+        data = json.loads(record)
+        assert data["run_id"] == ident and data["host"] == worker, data
+        assert data["cmd"].startswith('echo "a  b" && echo'), data
+        assert data["detached"] is False and isinstance(data["pid"], int), data
+        assert data["workdir"] == HOME and isinstance(data["started"], int), data
+
+
+def test_failing_pipe_in_a_multiline_script_fails_the_play_and_logs_bring_crash_logs(
+    pod: Pod, tmp_path: Path
+) -> None:
+    script = (
+        "echo first\n"
+        "mkdir -p /tmp/tpu_logs && echo 'libtpu crashed' > /tmp/tpu_logs/tpu_driver.ERROR\n"
+        "sh -c 'echo piped; exit 7' | cat"
+    )
+    result = pod.play("run.yml", *extra_vars({"cmd": script, "tpu_run_start_delay": 2}))
+    assert result.returncode != 0, result.tail(60)
+    rows = table(result)
+    for worker in WORKERS:
+        # the command's own exit code (pipefail), not that of cat or of a tee
+        assert rows[worker] == {"rc": "7", "lines": ["first", "piped"]}, rows
+    assert "0 of 2 workers succeeded" in result.stdout, result.tail()
+    assert "failed: pod-run-w0 (rc 7), pod-run-w1 (rc 7)" in result.stdout, result.tail()
+    ident = run_id(result)
+
+    # logs.yml for that run: the logs, and libtpu's crash logs because the run failed
+    fetched = pod.play("logs.yml", "-e", f"tpu_logs_run={ident}", cwd=tmp_path)
+    assert fetched.returncode == 0, fetched.tail(60)
+    folder = tmp_path / ".cache" / "runs" / ident
+    for worker in WORKERS:
+        assert (folder / f"{worker}.log").read_text() == "first\npiped\n"
+        crash = folder / f"{worker}.tpu_logs" / "tpu_driver.ERROR"
+        assert crash.read_text() == "libtpu crashed\n", sorted(folder.rglob("*"))
+    assert "pod-run-w0 exit 7, pod-run-w1 exit 7" in fetched.stdout, fetched.tail()
+
+
+def test_local_script_detached_then_logs_fetch_the_newest_run(pod: Pod, tmp_path: Path) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text('#!/bin/bash\necho "started in $PWD"\nsleep 3\necho finished\n')
+    # tpu_run_detach arrives as the string "true", as from any -e key=value
+    result = pod.play("run.yml", "-e", f"tpu_run_script={script}", "-e", "tpu_run_detach=true")
+    assert result.returncode == 0, result.tail(60)
+    rows = table(result)
+    ident = run_id(result)
+    for worker in WORKERS:
+        assert rows[worker]["rc"] == "started", rows
+        assert re.match(r"pid \d+, log /home/tpu/cloudtpu-runs/", rows[worker]["lines"][0]), rows
+    records = pod.shell(
+        f"cat {HOME}/cloudtpu-runs/{ident}/$(ls {HOME}/cloudtpu-runs/{ident} "
+        "| grep json$ | head -1) | tr -d '\\n'"
+    )
+    for worker in WORKERS:
+        data = json.loads(records[worker])
+        assert data["detached"] is True and data["cmd"] == "script: train.sh", data
+        assert isinstance(data["pid"], int) and data["pid"] > 1, data
+
+    # the wrapper writes the .rc file when a detached command ends, too
+    deadline = time.monotonic() + 90
+    codes: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        codes = pod.shell(f"cat {HOME}/cloudtpu-runs/{ident}/*.rc 2>/dev/null; true")
+        if all(codes.get(w, "").strip() == "0" for w in WORKERS):
+            break
+        time.sleep(2)
+    assert all(codes.get(w, "").strip() == "0" for w in WORKERS), codes
+
+    # logs.yml without tpu_logs_run takes the newest run; the tail is printed too
+    fetched = pod.play("logs.yml", "-e", "tpu_logs_tail=5", cwd=tmp_path)
+    assert fetched.returncode == 0, fetched.tail(60)
+    for worker in WORKERS:
+        log = tmp_path / ".cache" / "runs" / ident / f"{worker}.log"
+        assert log.read_text() == "started in /home/tpu\nfinished\n"
+        assert not (log.parent / f"{worker}.tpu_logs").exists(), "crash logs of a good run"
+    assert '"finished"' in fetched.stdout, fetched.tail()
+    again = pod.play("logs.yml", cwd=tmp_path)
+    assert again.returncode == 0, again.tail()
+    assert all(again.recap()[w]["changed"] == 0 for w in WORKERS), again.recap()
+
+
+def test_sync_a_folder_then_run_in_it(pod: Pod, tmp_path: Path) -> None:
+    project = tmp_path / "myproject"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (project / "data").mkdir()
+    (project / "data" / "blob.bin").write_text("large\n")
+    (project / ".gitignore").write_text("data/\nsecret.txt\n")
+    (project / "secret.txt").write_text("token\n")
+    (project / "train.py").write_text("print('trained')\n")
+    result = pod.play(
+        "run.yml",
+        "-e",
+        "tpu_sync_src=./myproject",
+        "-e",
+        "tpu_run_sync=true",
+        "-e",
+        "cmd='ls -A && python3 train.py'",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.tail(60)
+    rows = table(result)
+    for worker in WORKERS:
+        # .git, the ignored file and the ignored folder stayed home; the run ran in the copy
+        assert rows[worker] == {"rc": "0", "lines": [".gitignore", "train.py", "trained"]}, rows
+    owners = pod.shell(f"stat -c %U {HOME}/myproject {HOME}/myproject/train.py | sort -u")
+    assert owners == {w: "tpu" for w in WORKERS}, owners
+
+    again = pod.play("sync.yml", "-e", "tpu_sync_src=./myproject", cwd=tmp_path)
+    assert again.returncode == 0, again.tail(60)
+    assert all(again.recap()[w]["changed"] == 0 for w in WORKERS), again.recap()
