@@ -11,10 +11,22 @@ export ANSIBLE_FORCE_COLOR ?= false
 export PY_COLORS ?= 0
 export ANSIBLE_NOCOLOR ?= true
 
+# The newest toolchain (make test-next): the newest ansible from requirements-next.txt in .venv-next,
+# on Python 3.12 or newer (ansible-core 2.20+ does not run on 3.11). NEXT_PYTHON defaults to the
+# newest such Python pyenv has; set it to use another.
+NEXT_VENV ?= .venv-next
+NEXT_BIN := $(CURDIR)/$(NEXT_VENV)/bin
+NEXT_PYTHON ?= $(shell v=$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.(1[2-9]|[2-9][0-9])\.[0-9]+$$' | sort -V | tail -n 1); \
+  [ -n "$$v" ] && echo "$$(pyenv root)/versions/$$v/bin/python$${v%.*}")
+# What test-next runs against the emulator: the inventory, provision and teardown, the inventory
+# settings, and the collection installed and reused (status, module_defaults, every playbook).
+NEXT_INTEGRATION ?= tests/integration/test_inventory_cli.py tests/integration/test_inventory_config.py \
+  tests/integration/test_teardown_inputs.py tests/integration/test_collection_reuse.py
+
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help setup docker image lint unit integration journey sanity molecule test clean bench bench-inventory emulator-clean demo demo-ssh demo-down test-torch-xla
+.PHONY: help setup setup-next docker image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -28,6 +40,18 @@ $(VENV)/.stamp: requirements.txt
 
 setup: $(VENV)/.stamp ## Create .venv with the pinned toolchain (ansible, molecule, linters)
 
+$(NEXT_VENV)/.stamp: requirements-next.txt
+	@if [ -z "$(NEXT_PYTHON)" ]; then \
+	  echo "setup-next: no Python 3.12 or newer found with pyenv; set NEXT_PYTHON=/path/to/python3.12" >&2; \
+	  exit 1; \
+	fi
+	$(NEXT_PYTHON) -m venv $(NEXT_VENV)
+	$(NEXT_BIN)/pip install --quiet --upgrade pip
+	$(NEXT_BIN)/pip install --quiet -r requirements-next.txt
+	touch $@
+
+setup-next: $(NEXT_VENV)/.stamp ## Create .venv-next: the newest ansible on Python 3.12+ (NEXT_PYTHON, found with pyenv)
+
 docker: ## Make sure a Docker daemon answers (installs docker.io and starts dockerd if needed)
 	tools/ensure-docker.sh
 
@@ -39,6 +63,13 @@ lint: setup ## yamllint, ansible-lint (production profile) and ruff
 	ansible-lint
 	ruff check .
 	ruff format --check .
+	antsibull-changelog lint
+	antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+
+# The collection's docs site (antsibull-docs): plugin, module and role pages from the installed
+# collection, plus docs/docsite/. Built into .cache/docs; any warning fails the build.
+docs: setup ## The collection docs site in .cache/docs/build/html (antsibull-docs, Sphinx; warnings fail)
+	docs/build.sh
 
 unit: setup ## Unit tests (pytest, no Docker)
 	pytest -q tests/unit
@@ -51,7 +82,7 @@ integration: setup image ## Integration tests (emulator, ansible-inventory and a
 journey: setup image ## The README walkthrough run as written on a 2-worker demo pod (about 10 min)
 	pytest -q -s tests/journey/test_readme_blocks.py tests/journey/test_journey.py
 
-sanity: setup ## ansible-test sanity on the collection's plugins
+sanity: setup ## ansible-test sanity on the collection as built (plugins, roles and their scripts), shellcheck
 	tools/sanity.sh
 
 molecule: setup image ## Molecule scenarios in Docker: $(SCENARIOS)
@@ -62,7 +93,23 @@ molecule: setup image ## Molecule scenarios in Docker: $(SCENARIOS)
 
 # The journey right after integration: it needs what integration proves (playbooks against the
 # emulator's pods), and the README's promise gets its answer before the long molecule scenarios.
-test: lint unit integration journey sanity molecule ## The full test suite (what CI runs)
+test: lint docs unit integration journey sanity test-next molecule ## The full test suite (what CI runs)
+
+# The same collection on the newest ansible-core: lint, sanity, unit tests and the emulator runs
+# of NEXT_INTEGRATION. Skipped, saying why, when no Python 3.12 or newer is there.
+test-next: ## lint, sanity, unit and emulator tests on the newest ansible (.venv-next)
+	@if [ ! -x "$(NEXT_BIN)/python" ] && [ -z "$(NEXT_PYTHON)" ]; then \
+	  echo "test-next: SKIPPED: no Python 3.12 or newer (pyenv has none; set NEXT_PYTHON), which ansible-core 2.20+ needs"; \
+	else \
+	  $(MAKE) --no-print-directory test-next-run; \
+	fi
+
+test-next-run: setup-next
+	$(NEXT_BIN)/ansible --version | head -n 1
+	PATH=$(NEXT_BIN):$$PATH ansible-lint
+	VENV_BIN=$(NEXT_BIN) tools/sanity.sh
+	PATH=$(NEXT_BIN):$$PATH pytest -q tests/unit
+	PATH=$(NEXT_BIN):$$PATH pytest -q $(NEXT_INTEGRATION)
 
 test-torch-xla: setup image ## torch_xla really installed and imported (downloads about 4.4 GB; not in `test`)
 	molecule test -s torch-xla

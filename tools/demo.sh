@@ -15,7 +15,7 @@ port=${DEMO_PORT:-8470}
 type=${DEMO_TYPE:-v4-32}
 name=${DEMO_NAME:-demo}
 zone=${DEMO_ZONE:-us-central2-b}
-project=demo-project
+project="demo-project"
 bin=$repo/.venv/bin
 
 step() { printf '\n==> %s\n' "$*"; }

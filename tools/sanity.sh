@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# ansible-test sanity on the collection's plugins (all of plugins/, plus meta/ and galaxy.yml).
+# ansible-test sanity on the whole collection as it ships: the tarball `ansible-galaxy collection
+# build` makes (plugins, roles with their files and scripts, playbooks, meta, docs), unpacked
+# into a temporary ansible_collections/cloudtpu/pod/ (ansible-test needs that layout as a real
+# path) with the committed ignore files of tests/sanity/ next to it. Shell scripts in the
+# repository are checked with shellcheck when it is installed.
 #
-# ansible-test insists on running from .../ansible_collections/<namespace>/<name>/ as a real
-# path; the repository's collections/ symlink resolves back to the repository root, so this
-# script copies the collection files into a temporary tree of that shape and runs there.
-# The google.cloud collection (bundled in the ansible pip package) is copied next to it, because
-# plugins/module_utils/tpu_api.py imports its GcpSession and the import test must resolve it.
-#
-# Every sanity test runs. ansible-test installs each test's pinned requirements (pylint,
+# Every sanity test runs, on the Python of the toolchain (VENV_BIN, default .venv/bin; make
+# test-next passes .venv-next/bin). ansible-test installs each test's pinned requirements (pylint,
 # pycodestyle, voluptuous, yamllint, ...) into its own virtual environment, so this needs pip to
 # reach a package index (the one pip is configured with). SANITY_SKIP="pylint pep8" skips tests by
 # name, for machines without one.
 #
-# License headers: validate-modules wants a GPLv3 header in every plugin (ansible-core's own
-# rule). This collection's license is the one in galaxy.yml; when that is not a GPL, the
-# generated ignore file lists missing-gplv3-license for each plugin and nothing else.
+# tests/sanity/ignore-<ansible-core X.Y>.txt lists what is accepted, one reason per line. The
+# only entries: validate-modules wants a GPLv3 header in every module and plugin with
+# DOCUMENTATION (ansible-core's own rule); this collection is Apache-2.0 (LICENSE, galaxy.yml).
+# A core with no ignore file of its own uses the newest one there is.
 #
 # Usage: tools/sanity.sh [extra ansible-test arguments]
 set -euo pipefail
@@ -37,25 +37,25 @@ trap 'rm -rf "$work"' EXIT
 dest="$work/ansible_collections/cloudtpu/pod"
 mkdir -p "$dest"
 
-# The collection files ansible-test looks at.
-cp -a "$repo/plugins" "$dest/plugins"
-mkdir -p "$dest/meta"
-cp -a "$repo/meta/runtime.yml" "$dest/meta/runtime.yml"
+# The collection as it ships: build the tarball and unpack it.
+"$venv_bin/ansible-galaxy" collection build "$repo" --output-path "$work/build" >/dev/null
+tar -xzf "$work"/build/cloudtpu-pod-*.tar.gz -C "$dest"
+rm -f "$dest/MANIFEST.json" "$dest/FILES.json"
 cp -a "$repo/galaxy.yml" "$dest/galaxy.yml"
-if [[ -d "$repo/tests/sanity" ]]; then
-  mkdir -p "$dest/tests"
-  cp -a "$repo/tests/sanity" "$dest/tests/sanity"
-fi
-find "$dest" -name __pycache__ -type d -prune -exec rm -rf {} +
 
-# Dependency: google.cloud, from the Python environment that runs Ansible.
-gcp_src="$("$python" -c 'import importlib.util as u; s = u.find_spec("ansible_collections.google.cloud"); print(next(iter(s.submodule_search_locations)) if s else "")' 2>/dev/null || true)"
-if [[ -z "$gcp_src" || ! -d "$gcp_src/plugins/module_utils" ]]; then
-  echo "sanity: the google.cloud collection was not found in $python's environment" >&2
-  exit 2
+py_version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+ansible_minor="$("$python" -c 'import ansible.release as r; print(".".join(r.__version__.split(".")[:2]))')"
+mkdir -p "$dest/tests/sanity"
+ignore="$repo/tests/sanity/ignore-${ansible_minor}.txt"
+if [[ ! -f "$ignore" ]]; then
+  ignore=""
+  if [[ -d "$repo/tests/sanity" ]]; then
+    ignore="$(find "$repo/tests/sanity" -name 'ignore-*.txt' | sort -V | tail -n 1)"
+  fi
 fi
-mkdir -p "$work/ansible_collections/google"
-cp -a "$gcp_src" "$work/ansible_collections/google/cloud"
+if [[ -n "$ignore" ]]; then
+  cp "$ignore" "$dest/tests/sanity/ignore-${ansible_minor}.txt"
+fi
 
 # ansible-test installs each test's pinned requirements into its own virtual environment and
 # bootstraps pip there with a script it downloads from its CI file host. That host may be out of
@@ -64,7 +64,7 @@ cp -a "$gcp_src" "$work/ansible_collections/google/cloud"
 # for manual downloads. HOME points at a cache folder of the repository, which keeps the
 # user's ~/.ansible untouched and lets later runs reuse the test environments.
 export HOME="$repo/.cache/ansible-test-home"
-pip_version="$("$python" -c 'from ansible_test._internal.python_requirements import get_venv_packages as g; from types import SimpleNamespace as n; print(g(n(version="3.11"))["pip"])')"
+pip_version="$("$python" -c 'import sys; from ansible_test._internal.python_requirements import get_venv_packages as g; from types import SimpleNamespace as n; print(g(n(version=sys.argv[1]))["pip"])' "$py_version")"
 bootstrap="$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
 mkdir -p "$(dirname "$bootstrap")"
 cat >"$bootstrap" <<'EOF'
@@ -82,22 +82,26 @@ for test in ${SANITY_SKIP:-}; do
   skip+=(--skip-test "$test")
 done
 
-ansible_minor="$("$python" -c 'import ansible.release as r; print(".".join(r.__version__.split(".")[:2]))')"
-ignore="$dest/tests/sanity/ignore-${ansible_minor}.txt"
-if ! grep -qiE '^\s*-\s*GPL' "$repo/galaxy.yml"; then
-  mkdir -p "$(dirname "$ignore")"
-  # validate-modules checks headers of modules and of single-plugin files that carry
-  # DOCUMENTATION (inventory, lookup, ...; not filter/test files); list those whose first 20
-  # lines do not already name the GPL
-  (cd "$dest" && find plugins -name '*.py' ! -path 'plugins/module_utils/*' ! -path 'plugins/doc_fragments/*' \
-    ! -path 'plugins/filter/*' ! -path 'plugins/test/*' | sort) |
+# Every shell script of the repository (found by its #! line), shipped or not, goes through
+# the shellcheck linter (warnings and errors; -x follows the scripts they source).
+# Debian's shellcheck package is installed when missing and this runs as root with apt.
+if ! command -v shellcheck >/dev/null && [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null; then
+  echo "sanity: installing Debian's shellcheck package"
+  apt-get install -y -q shellcheck >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q shellcheck >/dev/null 2>&1; } || true
+fi
+if command -v shellcheck >/dev/null; then
+  mapfile -t scripts < <(cd "$repo" && git ls-files -co --exclude-standard |
     while read -r file; do
-      if grep -q '^DOCUMENTATION' "$dest/$file" && ! head -n 20 "$dest/$file" | grep -q 'GNU General Public License'; then
-        echo "$file validate-modules:missing-gplv3-license # collection license: see galaxy.yml"
-      fi
-    done >>"$ignore"
+      [[ -f "$file" && "$file" != *.j2 ]] && head -n 1 "$file" | grep -qE '^#!(/usr/bin/env |/bin/)(ba)?sh' && echo "$file"
+    done)
+  echo "sanity: shellcheck on ${#scripts[@]} shell scripts"
+  (cd "$repo" && shellcheck -x --severity=warning "${scripts[@]}")
+else
+  echo "sanity: shellcheck is not installed and could not be (apt-get install shellcheck);" \
+    "the shell scripts were NOT checked"
 fi
 
 cd "$dest"
 echo "sanity: running ansible-test sanity in $dest"
-"$ansible_test" sanity --python 3.11 --color no --requirements "${skip[@]}" "$@"
+"$ansible_test" sanity --python "$py_version" --color no --requirements "${skip[@]}" "$@"
