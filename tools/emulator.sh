@@ -28,8 +28,9 @@ case "$cmd" in
     fi
     rm -f "$dir/url"
     # In a session of its own (it outlives the caller); the shell records its own pid, then
-    # becomes the emulator.
-    (cd "$repo" && setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$pidfile" \
+    # becomes the emulator. exec: no shell stays behind holding the caller's stdout, so
+    # `make demo | tee demo.log` ends when the demo is up.
+    (cd "$repo" && exec setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$pidfile" \
       "$python" -m tools.tpu_emulator --state "$state" --backend docker \
       --port "$port" --url-file "$dir/url" >"$dir/emulator.log" 2>&1 < /dev/null &)
     for _ in $(seq 1 100); do
