@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -146,32 +147,41 @@ class Journey:
         return "".join(parts)
 
     def run(self, name: str, timeout: float = 900, probe: str = "") -> StepRun:
+        """Run one step; its output goes to .cache/journey/NN-STEP.log (stderr: .err) as it
+        comes, for `tail -f` while a long step runs."""
         script = self.script(name, probe)
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         log = LOG_DIR / f"{STEPS.index(name) + 1:02d}-{name}.log"
+        err = log.with_suffix(".err")
+        log.write_text(f"$ bash -c <<'SCRIPT'\n{script}SCRIPT\n", encoding="utf-8")
         started = time.monotonic()
-        try:
-            done = subprocess.run(
+        with log.open("a", encoding="utf-8") as out, err.open("w", encoding="utf-8") as errors:
+            mark = out.tell()
+            process = subprocess.Popen(
                 ["bash", "-c", script],
                 cwd=REPO,
                 env=self.env(),
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
+                stdout=out,
+                stderr=errors,
+                start_new_session=True,  # a step over its time is ended with all it started
             )
-            code, out, err = done.returncode, done.stdout, done.stderr
-        except subprocess.TimeoutExpired as expired:
-            code, out, err = -1, _text(expired.stdout), _text(expired.stderr)
-            err += f"\njourney: step {name} did not finish within {timeout:.0f} s"
-        result = StepRun(name, code, out, err, time.monotonic() - started, log)
-        log.write_text(
-            f"$ bash -c <<'SCRIPT'\n{script}SCRIPT\n--- exit {code} after {result.seconds:.1f} s\n"
-            f"--- stdout\n{out}\n--- stderr\n{err}",
-            encoding="utf-8",
-        )
+            try:
+                code = process.wait(timeout=timeout)
+                note = ""
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                code = process.wait()
+                note = f"\njourney: step {name} did not finish within {timeout:.0f} s"
+        seconds = time.monotonic() - started
+        with log.open(encoding="utf-8") as out:
+            out.seek(mark)
+            stdout = out.read()
+        with log.open("a", encoding="utf-8") as out:
+            out.write(f"--- exit {code} after {seconds:.1f} s{note}\n")
+        stderr = err.read_text(encoding="utf-8") + note
+        result = StepRun(name, code, stdout, stderr, seconds, log)
         self.runs[name] = result
-        print(f"[{result.seconds:6.1f} s] {name}: exit {code} (log {log.relative_to(REPO)})")
+        print(f"[{seconds:6.1f} s] {name}: exit {code} (log {log.relative_to(REPO)})")
         return result
 
     # -- looking at the pod from outside -----------------------------------------------------
@@ -269,9 +279,3 @@ class Journey:
         ]
         total = time.monotonic() - self.started
         return "\n".join(["journey timings:", *rows, f"  {'total':<18} {total:7.1f} s"])
-
-
-def _text(value: bytes | str | None) -> str:
-    if value is None:
-        return ""
-    return value.decode(errors="replace") if isinstance(value, bytes) else value
