@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import path_problem
+
 USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 VERSION_RE = re.compile(r"^3\.[0-9]{1,2}$")
 DEFAULT_PYTHON_VERSION = "3.10"
@@ -103,6 +105,10 @@ def resolve(
         home = "/root" if user == "root" else f"/home/{user}"
     else:
         home = check_absolute("tpu_login_home", home_value)
+        # not a system folder (/etc, /tmp, /home itself...); root's own home is fine
+        problem = "" if home == "/root" else path_problem(home, "tpu_login_home")
+        if problem:
+            raise LoginError(problem)
 
     version_value = variables.get("tpu_python_version")
     version = DEFAULT_PYTHON_VERSION if _blank(version_value) else str(version_value).strip()

@@ -1,0 +1,333 @@
+"""The bad-input table of the roles: every case refused before anything changes.
+
+One ansible-playbook run per role (tests/bad_input.py): each case is its own inventory host on
+the control machine, with the bad variables as host variables, and the role runs in check mode
+over all of them. Every host must fail in the role's argument spec or preflight.yml (nfs: or the
+pod lookup right after it, before the server tasks), with no task changed before, and the
+message must name the variable, show the value and say what is allowed. Check mode is the
+mode these runs use, so "--check fails in preflight too" is what is tested here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from tests.bad_input import Case, Refusal, problems_of, run_cases
+
+
+def _system_python() -> str:
+    """major.minor of the control machine's python3, which its distribution ships."""
+    out = subprocess.run(
+        ["/usr/bin/python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def c(case_id: str, variables: dict, names: str, shows: str, **extra) -> Case:
+    return Case(case_id, variables, names, shows, **extra)
+
+
+def v(case_id: str, name: str, value: object, shows: str | None = None, **extra) -> Case:
+    """A case of one bad variable; the message shows the value as str() gives it by default."""
+    return Case(case_id, {name: value}, name, str(value) if shows is None else shows, **extra)
+
+
+SYSTEM_PATHS = ["/", "/etc", "/usr", "/tmp", "/root", "/home", "/usr/lib/x", "/var/../etc"]
+
+BASE = [
+    v("login-user-space", "tpu_login_user", "Bad User"),
+    v("login-home-etc", "tpu_login_home", "/etc"),
+    v("login-home-tmp", "tpu_login_home", "/tmp"),
+    v("login-home-relative", "tpu_login_home", "home/tpu"),
+    v("login-home-dotdot", "tpu_login_home", "/home/../etc"),
+    v("lock-negative", "tpu_base_apt_lock_timeout", -5),
+    v("lock-huge", "tpu_base_apt_lock_timeout", 99999),
+    v("lock-word", "tpu_base_apt_lock_timeout", "abc"),
+    v("cache-word", "tpu_base_apt_cache_valid_time", "hourly"),
+    v("retries-big", "tpu_base_apt_retries", 500),
+    v("retries-negative", "tpu_base_apt_retries", -1),
+    v("retries-word", "tpu_base_apt_retries", "abc"),
+    v("upgrades-off", "tpu_base_unattended_upgrades", "off"),
+    v("packages-string", "tpu_base_packages", "htop git"),
+    v("packages-shell", "tpu_base_packages", ["htop; rm -rf /"], "htop; rm -rf /"),
+    v("packages-upper", "tpu_base_packages_extra", ["Zsh"], "Zsh"),
+    v("tz-dotdot", "tpu_base_timezone", "Europe/../etc/passwd"),
+    v("tz-space", "tpu_base_timezone", "Berlin time"),
+    v("shell-relative", "tpu_base_user_shell", "zsh"),
+    v("shell-dotdot", "tpu_base_user_shell", "/bin/../tmp/sh"),
+    v("nofile-small", "tpu_base_nofile", 100),
+    v("nofile-big", "tpu_base_nofile", 4194304),
+    v("nofile-word", "tpu_base_nofile", "unlimited"),
+]
+
+PYTHON_GOOD = {"tpu_python_version": _system_python(), "tpu_login_user": "root"}
+PYTHON = [
+    v("version-letter-o", "tpu_python_version", "3.1O"),
+    v("version-float", "tpu_python_version", 3.1),
+    v("version-name", "tpu_python_version", "python3.10"),
+    v("source", "tpu_python_source", "conda"),
+    v("installer", "tpu_python_installer", "poetry"),
+    v("venv-relative", "tpu_venv_path", "venvs/tpu"),
+    v("venv-tilde", "tpu_venv_path", "~/../other/venv"),
+    *[v(f"venv-system-{i}", "tpu_venv_path", path, path) for i, path in enumerate(SYSTEM_PATHS)],
+    v("venv-outside", "tpu_venv_path", "/srv/venv"),
+    v("login-user-space", "tpu_login_user", "Bad User"),
+    v("login-user-missing", "tpu_login_user", "nosuchuser-x9"),
+    v("activate-maybe", "tpu_python_venv_activate_on_login", "maybe"),
+    v("login-file-abs", "tpu_python_venv_login_file", "/etc/profile"),
+    v("uv-version", "tpu_python_uv_version", "latest"),
+    v("uv-dir-etc", "tpu_python_uv_dir", "/etc/uv"),
+    v("uv-dir-tmp", "tpu_python_uv_dir", "/tmp/uv"),
+    v("uv-dir-opt", "tpu_python_uv_dir", "/opt"),
+    v("uv-link-bin", "tpu_python_uv_link", "/usr/bin/uv"),
+    v("apt-retries-word", "tpu_python_apt_retries", "many"),
+    v("apt-retries-negative", "tpu_python_apt_retries", -1),
+    v("apt-retries-big", "tpu_python_apt_retries", 101),
+    v("apt-lock-big", "tpu_python_apt_lock_timeout", 3601),
+    v("apt-lock-zero-word", "tpu_python_apt_lock_timeout", "zero"),
+    v("ca-relative", "tpu_python_ca_bundle", "certs/ca.pem"),
+    v(
+        "index-url-secret",
+        "tpu_python_index_url",
+        "mirror:s3cret-token@internal/simple",
+        "",
+        hides="s3cret-token",
+    ),
+]
+
+FRAMEWORK_GOOD = {
+    "tpu_venv_path": "/opt/cloudtpu-check-nonexistent/venv",
+    "tpu_login_user": "root",
+    "tpu_framework_version": "0.10.2",
+}
+FRAMEWORK = [
+    v("name", "tpu_framework_name", "tensorflow"),
+    v("version-word", "tpu_framework_version", "newest"),
+    v("version-float", "tpu_framework_version", 0.4),
+    v("torch-version", "tpu_framework_torch_version", "2.9 or later", "2.9 or"),
+    v(
+        "extra-option",
+        "tpu_framework_extra_requirements",
+        ["flax", "--index-url=http://elsewhere/simple"],
+        "--index-url=http://elsewhere/simple",
+    ),
+    v("extra-dict", "tpu_framework_extra_requirements", {"flax": "0.12"}, "dict"),
+    v("requirements-missing", "tpu_framework_requirements_file", "/nonexistent/requirements.txt"),
+    v("venv-relative", "tpu_venv_path", "venv310"),
+    v("login-user-missing", "tpu_login_user", "nosuchuser-x9"),
+    v("installer", "tpu_framework_installer", "conda"),
+    v(
+        "index-url-secret",
+        "tpu_framework_index_url",
+        "mirror.internal/simple?token=s3cret",
+        "",
+        hides="s3cret",
+    ),
+    v(
+        "extra-index-secret",
+        "tpu_framework_extra_index_urls",
+        ["ftp://me:s3cret@host/simple"],
+        "",
+        hides="s3cret",
+    ),
+    v("find-links-relative", "tpu_framework_find_links", ["wheels/"], ""),
+    v("ca-relative", "tpu_framework_ca_bundle", "ca.pem"),
+    v("cache-dir-relative", "tpu_framework_pod_cache_dir", "wheels"),
+    v("cache-dir-dotdot", "tpu_framework_pod_cache_dir", "/var/cache/../wheels"),
+    v("cache-dir-etc", "tpu_framework_pod_cache_dir", "/etc"),
+    v("cache-dir-tmp", "tpu_framework_pod_cache_dir", "/tmp"),
+    v("cache-dir-usr", "tpu_framework_pod_cache_dir", "/usr/share/wheels"),
+    v("cache-maybe", "tpu_framework_pod_cache", "maybe"),
+    v("port-low", "tpu_framework_pod_cache_port", 80),
+    v("port-high", "tpu_framework_pod_cache_port", 70000),
+    v("port-zero", "tpu_framework_pod_cache_port", 0),
+    v("port-word", "tpu_framework_pod_cache_port", "abc"),
+    v("env-key", "tpu_framework_env", {"BAD-NAME": "x"}, "BAD-NAME"),
+    v("env-list-secret", "tpu_framework_env", {"HF_TOKEN": ["s3cret"]}, "HF_TOKEN", hides="s3cret"),
+    v("require-maybe", "tpu_framework_require_tpu", "maybe"),
+    v("check-timeout-zero", "tpu_framework_check_timeout", 0),
+    v("check-timeout-negative", "tpu_framework_check_timeout", -1),
+    v("check-timeout-word", "tpu_framework_check_timeout", "long"),
+    v("device-glob-relative", "tpu_framework_device_globs", ["accel*"], "accel*"),
+    v("uv-bin-relative", "tpu_framework_uv_bin", "uv"),
+    v("uv-bin-etc", "tpu_framework_uv_bin", "/etc/uv"),
+]
+
+TCMALLOC = [
+    v("mode-off", "tpu_tcmalloc_mode", "off"),
+    v("mode-case", "tpu_tcmalloc_mode", "Disable"),
+    v("mode-bool", "tpu_tcmalloc_mode", True),
+    v("login-user-space", "tpu_login_user", "Bad User"),
+    v("login-user-long", "tpu_login_user", "x" * 40, "x" * 40),
+    v("venv-relative", "tpu_venv_path", ".venv310"),
+    v("venv-tilde", "tpu_venv_path", "~/.venv310"),
+    v("venv-dotdot", "tpu_venv_path", "/home/tpu/../root/.venv"),
+    v("library-relative", "tpu_tcmalloc_library", "libtcmalloc.so.4"),
+    v("library-other", "tpu_tcmalloc_library", "/usr/lib/libjemalloc.so.2"),
+    v(
+        "library-list",
+        "tpu_tcmalloc_library",
+        ["/usr/lib/libtcmalloc.so.4"],
+        "/usr/lib/libtcmalloc.so.4",
+    ),
+    v("library-dotdot", "tpu_tcmalloc_library", "/usr/lib/../../tmp/libtcmalloc.so"),
+]
+
+REMOTE_SHELL = [
+    v("locale-latin1", "tpu_remote_shell_locale", "en_US.ISO-8859-1", "ISO-8859-1"),
+    v("locale-posix", "tpu_remote_shell_locale", "POSIX"),
+    v("locale-shell", "tpu_remote_shell_locale", "en_US.utf8 ; rm", "utf8 ; rm"),
+    v("byobu-login-always", "tpu_remote_shell_byobu_on_login", "always"),
+    c(
+        "byobu-login-without-byobu",
+        {"tpu_remote_shell_byobu_on_login": "enable", "tpu_remote_shell_byobu": False},
+        "tpu_remote_shell_byobu",
+        "enable",
+    ),
+    c(
+        "login-user-space",
+        {"tpu_remote_shell_byobu_on_login": "enable", "tpu_login_user": "Bad User"},
+        "tpu_login_user",
+        "Bad User",
+    ),
+    c(
+        "login-user-missing",
+        {"tpu_remote_shell_byobu_on_login": "enable", "tpu_login_user": "nosuchuser-x9"},
+        "tpu_login_user",
+        "nosuchuser-x9",
+    ),
+    v("mosh-maybe", "tpu_remote_shell_mosh", "maybe"),
+    v("cache-word", "tpu_remote_shell_apt_cache_valid_time", "soon"),
+    v("retries-word", "tpu_remote_shell_apt_retries", "often"),
+    v("retries-big", "tpu_remote_shell_apt_retries", 500),
+    v("retries-negative", "tpu_remote_shell_apt_retries", -1),
+]
+
+WORLD = "0.0.0.0/0"
+NFS = [
+    v("export-star", "tpu_nfs_export_cidrs", ["*"], "*"),
+    v("export-world", "tpu_nfs_export_cidrs", ["10.0.0.0/8", WORLD], WORLD),
+    v("export-two-halves", "tpu_nfs_export_cidrs", ["0.0.0.0/1", "128.0.0.0/1"], "128.0.0.0/1"),
+    v("export-world-v6", "tpu_nfs_export_cidrs", ["::/0"], "::/0"),
+    v("export-v6-halves", "tpu_nfs_export_cidrs", ["::/1", "8000::/1"], "8000::/1"),
+    v("export-v6-malformed", "tpu_nfs_export_cidrs", ["fd00::zz/64"], "fd00::zz/64"),
+    v("export-prefix-0", "tpu_nfs_export_cidrs", ["10.1.2.3/0"], "10.1.2.3/0"),
+    v("export-bad-octet", "tpu_nfs_export_cidrs", ["10.0.0.300/24"], "10.0.0.300/24"),
+    v("export-glob", "tpu_nfs_export_cidrs", ["*.internal"], "*.internal"),
+    v("export-dict", "tpu_nfs_export_cidrs", {"net": "10.0.0.0/8"}, "dict"),
+    v("export-relative", "tpu_nfs_export_path", "srv/nfs"),
+    *[
+        v(f"export-system-{i}", "tpu_nfs_export_path", path, path)
+        for i, path in enumerate(SYSTEM_PATHS)
+    ],
+    v("mount-relative", "tpu_nfs_mount_point", "mnt/shared"),
+    v("mount-tmp", "tpu_nfs_mount_point", "/tmp"),
+    v("mount-home", "tpu_nfs_mount_point", "/home"),
+    v("mount-mnt", "tpu_nfs_mount_point", "/mnt"),
+    v("mount-etc", "tpu_nfs_mount_point", "/etc/shared"),
+    v("mount-space", "tpu_nfs_mount_point", "/mnt/my share"),
+    c(
+        "share-dotdot",
+        {"tpu_nfs_backend": "ganesha", "tpu_nfs_share_path": "/srv/../etc"},
+        "tpu_nfs_share_path",
+        "/srv/../etc",
+    ),
+    v("kernel-pseudo", "tpu_nfs_share_path", "/shared"),
+    v("backend", "tpu_nfs_backend", "nfsd"),
+    v("mode-world", "tpu_nfs_mode", "0777"),
+    v("mode-letters", "tpu_nfs_mode", "rwxrwx---"),
+    v("mount-switch", "tpu_nfs_mount", "sometimes"),
+    v("start-maybe", "tpu_nfs_server_start", "maybe"),
+    v("no-nofail", "tpu_nfs_mount_options", ["_netdev", "hard"], "hard"),
+    v("nfs-v3", "tpu_nfs_mount_options", ["_netdev", "nofail", "nfsvers=3"], "nfsvers=3"),
+    v("read-only-maybe", "tpu_nfs_read_only", "maybe"),
+    v("squash", "tpu_nfs_squash", "squash_all"),
+    v("owner-space", "tpu_nfs_owner", "Bad User"),
+    v("external-glob", "tpu_nfs_external_server", "*.example.com"),
+    v("retries-word", "tpu_nfs_apt_retries", "often"),
+    v("retries-negative", "tpu_nfs_apt_retries", -1),
+    v("retries-big", "tpu_nfs_apt_retries", 101),
+]
+
+LIBTPU = [
+    v("glob-relative", "tpu_libtpu_device_glob", "accel*"),
+    v("glob-tmp", "tpu_libtpu_device_glob", "/tmp/accel*"),
+    v("glob-dotdot", "tpu_libtpu_device_glob", "/dev/../etc/*"),
+    v("locks-relative", "tpu_libtpu_lock_files", ["tmp/libtpu_lockfile"], "tmp/libtpu_lockfile"),
+    v("locks-string", "tpu_libtpu_lock_files", "/tmp/libtpu_lockfile"),
+    v("locks-empty", "tpu_libtpu_lock_files", []),
+    v("locks-passwd", "tpu_libtpu_lock_files", ["/etc/passwd"], "/etc/passwd"),
+    v(
+        "locks-var-tmp",
+        "tpu_libtpu_lock_files",
+        ["/var/tmp/libtpu_lockfile"],
+        "/var/tmp/libtpu_lockfile",
+    ),
+    v("locks-socket", "tpu_libtpu_lock_files", ["/tmp/ssh-agent.sock"], "ssh-agent.sock"),
+    v("log-root", "tpu_libtpu_log_dir", "/", '"/"'),
+    v("log-relative", "tpu_libtpu_log_dir", "tpu_logs"),
+    v("log-dotdot", "tpu_libtpu_log_dir", "/tmp/../etc"),
+    v("log-etc", "tpu_libtpu_log_dir", "/etc/tpu_logs"),
+    v("log-other-name", "tpu_libtpu_log_dir", "/tmp/run"),
+    v("log-tmp", "tpu_libtpu_log_dir", "/tmp", '"/tmp"'),
+    v("kill-maybe", "tpu_libtpu_kill", "maybe"),
+    v("remove-logs-maybe", "tpu_libtpu_remove_logs", "maybe"),
+    v("users-space", "tpu_libtpu_kill_users", ["Alice Smith"], "Alice Smith"),
+    v("users-shell", "tpu_libtpu_kill_users", ["root;reboot"], "root;reboot"),
+    v("users-string", "tpu_libtpu_kill_users", "tpu"),
+    v("grace-negative", "tpu_libtpu_kill_grace", -1),
+    v("grace-word", "tpu_libtpu_kill_grace", "soon"),
+    v("grace-big", "tpu_libtpu_kill_grace", 7200),
+    v("grace-bool", "tpu_libtpu_kill_grace", True, "true"),
+]
+
+# role: (cases, variables every case starts from, the task files that may refuse)
+TABLE = {
+    "base": (BASE, {}, ("preflight.yml",)),
+    "python": (PYTHON, PYTHON_GOOD, ("preflight.yml",)),
+    "framework": (FRAMEWORK, FRAMEWORK_GOOD, ("preflight.yml",)),
+    "tcmalloc": (TCMALLOC, {}, ("preflight.yml",)),
+    "remote_shell": (REMOTE_SHELL, {}, ("preflight.yml",)),
+    # a one-worker pod that serves itself; pod.yml only looks (the server and its addresses)
+    "nfs": (NFS, {"tpu_nfs_server_host": "{{ inventory_hostname }}"}, ("preflight.yml", "pod.yml")),
+    "libtpu": (LIBTPU, {}, ("preflight.yml",)),
+}
+# The roles whose checks read facts (the distribution); the others run without gathering.
+FACTS = ("python", "tcmalloc")
+ALL = [(role, case) for role, (cases, _, _) in TABLE.items() for case in cases]
+
+
+class RoleRuns(dict):
+    """The refusals per role; a role runs once, over all its cases, when first asked for."""
+
+    def __missing__(self, role: str) -> dict[str, Refusal]:
+        cases, common, _ = TABLE[role]
+        for case in cases:
+            # each case its own one-worker node, so no two cases form a pod
+            case.hostvars = {**common, "tpu_node": case.case_id}
+        self[role], _ = run_cases(role, cases, facts=role in FACTS)
+        return self[role]
+
+
+@pytest.fixture(scope="module")
+def refusals() -> Iterator[RoleRuns]:
+    yield RoleRuns()
+
+
+def test_the_table_is_big_enough() -> None:
+    assert len(ALL) >= 120, len(ALL)
+    ids = [f"{role}/{case.case_id}" for role, case in ALL]
+    assert len(ids) == len(set(ids)), "case ids repeat"
+
+
+@pytest.mark.parametrize(("role", "case"), ALL, ids=[f"{r}/{c.case_id}" for r, c in ALL])
+def test_bad_input_is_refused_before_any_change(refusals, role: str, case: Case) -> None:
+    refusal = refusals[role][case.case_id]
+    problems = problems_of(role, case, refusal, files=TABLE[role][2])
+    assert not problems, "\n".join(problems)
