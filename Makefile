@@ -47,7 +47,7 @@ $(NEXT_VENV)/.stamp: requirements-next.txt
 	fi
 	$(NEXT_PYTHON) -m venv $(NEXT_VENV)
 	$(NEXT_BIN)/pip install --quiet --upgrade pip
-	$(NEXT_BIN)/pip install --quiet -r requirements-next.txt
+	$(NEXT_BIN)/pip install --quiet --no-compile -r requirements-next.txt
 	touch $@
 
 setup-next: $(NEXT_VENV)/.stamp ## Create .venv-next: the newest ansible on Python 3.12+ (NEXT_PYTHON, found with pyenv)
