@@ -192,7 +192,7 @@ def make_server(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
     describe = commands.add_parser("manifest", help="hashed requirements for a folder of downloads")
     describe.add_argument("folder", type=Path)
