@@ -18,10 +18,12 @@ NEXT_VENV ?= .venv-next
 NEXT_BIN := $(CURDIR)/$(NEXT_VENV)/bin
 NEXT_PYTHON ?= $(shell v=$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.(1[2-9]|[2-9][0-9])\.[0-9]+$$' | sort -V | tail -n 1); \
   [ -n "$$v" ] && echo "$$(pyenv root)/versions/$$v/bin/python$${v%.*}")
-# What test-next runs against the emulator: the inventory, provision and teardown, the inventory
-# settings, and the collection installed and reused (status, module_defaults, every playbook).
-NEXT_INTEGRATION ?= tests/integration/test_inventory_cli.py tests/integration/test_inventory_config.py \
-  tests/integration/test_teardown_inputs.py tests/integration/test_collection_reuse.py
+# What test-next runs against the emulator: the inventory settings and the gcp inventory, a
+# provision and teardown, and the collection installed and reused (the inventory plugin, status,
+# module_defaults, every playbook by name).
+NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
+  tests/integration/test_teardown_inputs.py::test_confirmation_words_of_the_bool_filter_delete \
+  tests/integration/test_collection_reuse.py
 
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
