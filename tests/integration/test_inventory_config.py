@@ -3,7 +3,8 @@ with ansible-inventory and ansible-playbook against the emulator.
 
 - A source given with -i that no plugin can read fails the run (non-zero exit, one error) with
   the reason of the plugin that was meant to read it; the plugins this project does not use
-  (ini, script, toml) are not enabled, so they add no noise. Without -i, plays on localhost still run.
+  (ini, script, toml) are not enabled, so they add no noise. Without -i, plays on localhost
+  still run.
 - inventories/gcp/tpu_vm.yml takes its credentials from GCP_AUTH_KIND and
   GCP_SERVICE_ACCOUNT_FILE (or GCP_ACCESS_TOKEN), as the modules do.
 """
