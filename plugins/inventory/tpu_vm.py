@@ -368,9 +368,9 @@ def node_hosts(
         hosts.append((name, hostvars, groups))
     # The pod contract, decoded once here (module_utils/tpu_pod.py; the cloudtpu.pod.pod lookup
     # returns the same for static inventories).
-    shared = pod_vars((name, str(hv["tpu_internal_ip"] or "")) for name, hv, _ in hosts)
+    shared = pod_vars((name, str(hv["tpu_internal_ip"] or "")) for name, hv, _groups in hosts)
     shared = {key: wrap(value) for key, value in shared.items()}
-    for _, hostvars, _ in hosts:
+    for _name, hostvars, _groups in hosts:
         hostvars.update(shared)
     return hosts
 

@@ -42,8 +42,8 @@ def pod_vars(members: Iterable[tuple[str, str]]) -> dict[str, Any]:
     return {
         "tpu_pod_coordinator": ordered[0][0],
         "tpu_pod_coordinator_ip": ordered[0][1],
-        "tpu_pod_hosts": [name for name, _ in ordered],
-        "tpu_pod_ips": [ip for _, ip in ordered],
+        "tpu_pod_hosts": [name for name, _ip in ordered],
+        "tpu_pod_ips": [ip for _name, ip in ordered],
     }
 
 
