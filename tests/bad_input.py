@@ -63,58 +63,60 @@ def run_cases(
     role: str,
     cases: list[Case],
     *,
-    common: dict[str, Any] | None = None,
     check: bool = True,
     facts: bool = False,
-    timeout: int = 600,
 ) -> tuple[dict[str, Refusal], str]:
     """Run ``cloudtpu.pod.<role>`` once over one host per case; the refusal of every host.
 
     ``facts``: gather the minimal facts first (only for roles whose checks read them: fact
     gathering is most of the time of a run).
     """
+    play = {
+        "name": f"Bad input for {role}",
+        "hosts": "all",
+        "gather_facts": facts,
+        "gather_subset": ["!all"],
+        "roles": [{"role": f"cloudtpu.pod.{role}"}],
+    }
+    return run_hosts([play], cases, check=check)
+
+
+def run_hosts(
+    plays: list[dict[str, Any]], cases: list[Case], *, check: bool, env: dict | None = None
+) -> tuple[dict[str, Refusal], str]:
+    """Run ``plays`` over one local host per case (its variables as host variables)."""
     hosts = {
         case.case_id: {
             "ansible_connection": "local",
             "ansible_python_interpreter": sys.executable,
-            **(common or {}),
             **case.hostvars,
             **case.variables,
         }
         for case in cases
     }
-    play = [
-        {
-            "name": f"Bad input for {role}",
-            "hosts": "all",
-            "gather_facts": facts,
-            "gather_subset": ["!all"],
-            "roles": [{"role": f"cloudtpu.pod.{role}"}],
-        }
-    ]
-    env = role_runner.ansible_env(
-        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-        ANSIBLE_CALLBACKS_ENABLED="ansible.posix.json",
+    env = {
+        **(env or role_runner.ansible_env()),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.json",
         # the case hosts are not real hosts: no facts of theirs go into the shared cache
-        ANSIBLE_CACHE_PLUGIN="memory",
-        ANSIBLE_GATHERING="implicit",
-    )
+        "ANSIBLE_CACHE_PLUGIN": "memory",
+        "ANSIBLE_GATHERING": "implicit",
+    }
     with tempfile.TemporaryDirectory() as tmp:
         inventory = Path(tmp) / "inventory.json"
         inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
         playbook = Path(tmp) / "play.yml"
-        playbook.write_text(json.dumps(play))
+        playbook.write_text(json.dumps(plays))
         cmd = [str(role_runner.BIN / "ansible-playbook"), "-i", str(inventory), str(playbook)]
         if check:
             cmd.append("--check")
-
         done = subprocess.run(
             cmd,
             cwd=role_runner.REPO,
             env=env,
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=900,
             check=False,
         )
     output = done.stdout + done.stderr
