@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
+import re
 import subprocess
 import sys
 import tarfile
@@ -199,3 +200,35 @@ def test_command_line_reports_a_bad_folder(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 1 and "holds no distribution files" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("server", [["127.0.0.1"]], indirect=True)
+def test_fetch_copies_and_checks_every_file(server: tuple[str, Path], tmp_path_factory) -> None:
+    base, folder = server
+    entries = cache.manifest(folder)["files"]
+    dest = tmp_path_factory.mktemp("worker")
+    assert cache.fetch(base, entries, dest) == sum(e["size"] for e in entries)
+    for entry in entries:
+        copied = dest / entry["file"]
+        assert hashlib.sha256(copied.read_bytes()).hexdigest() == entry["sha256"], entry
+
+
+@pytest.mark.parametrize("server", [["127.0.0.1"]], indirect=True)
+def test_fetch_refuses_a_file_that_changed(server: tuple[str, Path], tmp_path_factory) -> None:
+    base, folder = server
+    entries = cache.manifest(folder)["files"]
+    make_wheel(folder, "demo", "1.0", body="VALUE = 'changed on the server'\n")
+    dest = tmp_path_factory.mktemp("worker")
+    with pytest.raises(cache.ManifestError, match=re.escape("demo-1.0-py3-none-any.whl: got")):
+        cache.fetch(base, entries, dest)
+    assert list(dest.iterdir()) == [], "a file that failed its check must not stay behind"
+
+
+@pytest.mark.parametrize("server", [["127.0.0.1"]], indirect=True)
+def test_fetch_names_a_missing_file(server: tuple[str, Path], tmp_path_factory) -> None:
+    base, _ = server
+    entries = [{"file": "gone-1.0-py3-none-any.whl", "sha256": "0" * 64, "size": 1}]
+    with pytest.raises(
+        cache.ManifestError, match=re.escape("gone-1.0-py3-none-any.whl: HTTP Error 404")
+    ):
+        cache.fetch(base, entries, tmp_path_factory.mktemp("worker"))

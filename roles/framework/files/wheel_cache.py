@@ -9,6 +9,11 @@ Two commands, both with the standard library only:
         TEXT is a requirements file with one ``name==version --hash=sha256:...`` line per
         distribution, for ``pip install --require-hashes`` (uv reads the same file).
 
+    wheel_cache.py fetch --url http://ADDR:PORT --manifest FILE DIR
+        Copies every file the manifest (the JSON above) lists from the server into DIR, checking
+        each one's sha256 and size while it streams; a file that differs is removed and the
+        command fails naming it. No proxy is used: the server is inside the pod.
+
     wheel_cache.py serve --bind ADDR --port N --allow ADDR [--allow ADDR ...] DIR
         Serves the distribution files of DIR (GET and HEAD of /<file name>, nothing else: no
         listing, no sub-folders) to the addresses given with --allow, and answers 403 to any
@@ -30,6 +35,7 @@ import re
 import socket
 import sys
 import tarfile
+import urllib.request
 import zipfile
 from email.parser import HeaderParser
 from pathlib import Path
@@ -135,6 +141,39 @@ def manifest(folder: Path) -> dict[str, Any]:
     return {"files": files, "requirements": "\n".join(lines) + "\n"}
 
 
+def fetch(url: str, entries: list[dict[str, Any]], folder: Path, timeout: float = 60) -> int:
+    """Copy the manifest's files from the pod's server into folder; return the bytes copied."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    total = 0
+    for entry in entries:
+        name = entry["file"]
+        if not is_distribution(name):
+            raise ManifestError(f"the manifest names {name!r}, which is not a distribution file")
+        part = folder / (name + ".part")
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with opener.open(f"{url.rstrip('/')}/{name}", timeout=timeout) as response:
+                with part.open("wb") as handle:
+                    for block in iter(lambda: response.read(1 << 20), b""):
+                        digest.update(block)
+                        size += len(block)
+                        handle.write(block)
+        except OSError as error:
+            if part.exists():
+                part.unlink()
+            raise ManifestError(f"{name}: {error}") from error
+        if digest.hexdigest() != entry["sha256"] or size != entry["size"]:
+            part.unlink()
+            raise ManifestError(
+                f"{name}: got {size} bytes with sha256 {digest.hexdigest()}, the manifest says "
+                f"{entry['size']} bytes with sha256 {entry['sha256']}"
+            )
+        part.replace(folder / name)
+        total += size
+    return total
+
+
 def make_handler(folder: Path, allowed: set[str]) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         server_version = "cloudtpu-wheels"
@@ -196,6 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     describe = commands.add_parser("manifest", help="hashed requirements for a folder of downloads")
     describe.add_argument("folder", type=Path)
+    copy = commands.add_parser("fetch", help="copy the manifest's files from the pod's server")
+    copy.add_argument("--url", required=True, help="http://<coordinator>:<port>")
+    copy.add_argument("--manifest", required=True, type=Path, help="the manifest's JSON")
+    copy.add_argument("folder", type=Path)
     serve = commands.add_parser(
         "serve", help="serve a folder's distributions to the pod's addresses"
     )
@@ -210,6 +253,15 @@ def main(argv: list[str] | None = None) -> int:
         except (ManifestError, OSError) as error:
             print(f"wheel_cache.py manifest: {error}", file=sys.stderr)
             return 1
+        return 0
+    if args.command == "fetch":
+        try:
+            entries = json.loads(args.manifest.read_text())["files"]
+            total = fetch(args.url, entries, args.folder)
+        except (ManifestError, OSError, ValueError, KeyError) as error:
+            print(f"wheel_cache.py fetch: {error}", file=sys.stderr)
+            return 1
+        print(json.dumps({"files": len(entries), "bytes": total}))
         return 0
     try:
         server = make_server(args.bind, args.port, args.folder, args.allow)
