@@ -28,7 +28,6 @@ SELF_SERVED = {**LOCAL_PYTHON, "tpu_nfs_server_host": "localhost", "tpu_node": "
 CASES = [
     # id, variables, hostvars (None: self-served), variable to name, value to show
     ("missing-owner", {"tpu_nfs_owner": "nosuchuser-x9"}, None, "tpu_nfs_owner", "nosuchuser-x9"),
-    ("no-server", {}, {**LOCAL_PYTHON, "tpu_node": "p1"}, "tpu_nfs_server_host", "'p1'"),
     (
         "unknown-server",
         {"tpu_nfs_server_host": "ghost-w0"},
