@@ -42,7 +42,7 @@ def run_preflight(tmp_path, facts: dict, **variables):
                     },
                     "vars": {
                         "tpu_login_user": "root",
-                        "tpu_venv_path": "/nonexistent/cloudtpu-venv",
+                        "tpu_venv_path": "/opt/cloudtpu-check-nonexistent/venv",
                         **variables,
                     },
                 }
