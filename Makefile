@@ -22,7 +22,7 @@ NEXT_PYTHON ?= $(shell v=$$(pyenv versions --bare 2>/dev/null | grep -E '^3\.(1[
 # provision and teardown, and the collection installed and reused (the inventory plugin, status,
 # module_defaults, every playbook by name).
 NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
-  tests/integration/test_teardown_inputs.py::test_confirmation_words_of_the_bool_filter_delete \
+  "tests/integration/test_teardown_inputs.py::test_confirmation_words_of_the_bool_filter_delete[ON]" \
   tests/integration/test_collection_reuse.py
 
 # Molecule scenarios run by `make molecule`, in this order.
