@@ -63,7 +63,7 @@ up() {
   step "the pod as the inventory sees it"
   ansible-inventory -i inventories/demo --graph
 
-  step "bootstrap: site.yml (the containers run Debian's Python 3.11; a TPU VM has 3.10)"
+  step "bootstrap: site.yml (Python 3.10 from the image's own apt repository, as on a TPU VM)"
   playbook site.yml
 
   step "verify: devices and framework, on all workers at once"

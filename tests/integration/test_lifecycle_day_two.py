@@ -51,7 +51,8 @@ EMULATOR_ID = f"d2{os.getpid()}"
 LABEL = f"cloudtpu.emulator={EMULATOR_ID}"
 RUNNING_ID = "20261123T143000Z-ab12"
 ENDED_ID = "20261122T100000Z-cd34"
-VENV = "/home/tpu/.venv311"  # the demo inventory's login user and Python version
+# the demo inventory's login user and Python version
+VENV = "/home/tpu/.venv" + (os.environ.get("CLOUDTPU_TEST_PYTHON") or "3.10").replace(".", "")
 # The libtpu role alone. --skip-tags rather than --tags libtpu: the argument checks of the
 # shared apt role are tagged always and need the variables of the roles they serve.
 ONLY_LIBTPU = ("--skip-tags", "base,python,framework,tcmalloc,remote_shell,nfs")

@@ -5,7 +5,7 @@ provisioned once for this module and reached over SSH as the login user ``tpu`` 
 checking on. It is bootstrapped with only what these playbooks need:
   * the libtpu role: run.yml calls tpu-unlock (with sudo) before every start;
   * a venv made with ``python3 -m venv --without-pip`` at the login contract's place
-    (``~/.venv311``, the demo inventory's Python 3.11): run.yml only sources ``bin/activate``,
+    (``~/.venv310``, the demo inventory's Python 3.10): run.yml only sources ``bin/activate``,
     so installing Python packages (the python and framework roles, minutes per worker) would
     prove nothing more here. A ``framework.env`` like the framework role's stands in for it.
 
@@ -46,7 +46,7 @@ WORKERS = ["pod-run-w0", "pod-run-w1"]
 EMULATOR_ID = f"run{os.getpid()}"
 CLEANUP = [str(BIN / "python"), "-m", "tools.tpu_emulator.docker_backend", "cleanup"]
 HOME = "/home/tpu"
-VENV = f"{HOME}/.venv311"
+VENV = f"{HOME}/.venv" + (os.environ.get("CLOUDTPU_TEST_PYTHON") or "3.10").replace(".", "")
 RUN_ID = re.compile(r"run (\d{8}T\d{6}Z-[0-9a-f]{4}), logs in")
 
 
