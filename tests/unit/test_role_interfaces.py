@@ -58,3 +58,64 @@ def test_readme_names_every_option(role: Path) -> None:
 def test_meta_declares_no_dependencies(role: Path) -> None:
     meta = _load(role / "meta" / "main.yml")
     assert meta.get("dependencies", []) == [], f"{role.name}: playbooks say what runs"
+
+
+def _names_set_by_tasks(role: Path) -> set[tuple[str, str]]:
+    """(file, name) of every variable a role's tasks register, set_fact, or set in `vars:`,
+    and of every variable of its vars/main.yml."""
+    names: set[tuple[str, str]] = set()
+    for path in sorted((role / "tasks").glob("*.yml")) + sorted((role / "handlers").glob("*.yml")):
+        stack = list(_load_list(path))
+        while stack:
+            task = stack.pop()
+            if not isinstance(task, dict):
+                continue
+            for key in ("block", "rescue", "always"):
+                stack.extend(task.get(key) or [])
+            if isinstance(task.get("register"), str):
+                names.add((path.name, task["register"]))
+            for module in ("ansible.builtin.set_fact", "set_fact"):
+                if isinstance(task.get(module), dict):
+                    names.update((path.name, k) for k in task[module] if k != "cacheable")
+            if isinstance(task.get("vars"), dict):
+                names.update((path.name, k) for k in task["vars"])
+            loop_var = (task.get("loop_control") or {}).get("loop_var")
+            if loop_var:
+                names.add((path.name, loop_var))
+    if (role / "vars" / "main.yml").exists():
+        names.update(("vars/main.yml", k) for k in _load(role / "vars" / "main.yml"))
+    return names
+
+
+def _load_list(path: Path) -> list:
+    return yaml.safe_load(path.read_text()) or []
+
+
+# Options of the shared apt step, which other roles pass to it in the `vars:` of its import.
+APT_OPTIONS = set(_load(ROLES / "apt" / "defaults" / "main.yml"))
+
+
+@pytest.mark.parametrize("role", ROLE_DIRS, ids=lambda p: p.name)
+def test_every_name_a_role_sets_carries_its_prefix(role: Path) -> None:
+    """The collection's own rule instead of ansible-lint's var-naming[no-role-prefix]
+    (skipped in .ansible-lint): everything a role sets starts with tpu_<role>_."""
+    prefix = f"tpu_{role.name}_"
+    bad = sorted(
+        f"{where}: {name}"
+        for where, name in _names_set_by_tasks(role)
+        if not name.startswith(prefix) and name not in APT_OPTIONS
+    )
+    assert not bad, f"{role.name}: names without the {prefix} prefix: {bad}"
+
+
+def test_inline_noqa_comments_stay_rare() -> None:
+    """One decision in .ansible-lint instead of a noqa per line; the few left say why."""
+    repo = ROLES.parent
+    found = []
+    for folder in ("roles", "playbooks", "molecule"):
+        for path in sorted((repo / folder).rglob("*.yml")):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if "# noqa:" in line:
+                    found.append(f"{path.relative_to(repo)}:{number}: {line.strip()}")
+    assert len(found) < 10, "\n".join(found)
+    assert not [f for f in found if "var-naming[no-role-prefix]" in f], found
