@@ -77,7 +77,7 @@ unit: setup ## Unit tests (pytest, no Docker)
 	pytest -q tests/unit
 
 integration: setup image ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
-	pytest -q tests/integration
+	pytest -q --durations=15 tests/integration
 
 # The README's Day two blocks, verbatim and in order, on a demo pod of their own (its own folder,
 # port and container labels, so a demo of yours keeps running); the block extractor's tests first.
