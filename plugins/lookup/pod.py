@@ -16,7 +16,8 @@ description:
     C(tpu_pod_ips)).
   - With a static inventory, the pod is every host of group C(tpu) (else of the play) with the
     same C(tpu_node), ordered by C(tpu_worker_id); the first coordinates. A worker's address is
-    C(tpu_internal_ip), else C(ansible_host), else its inventory name.
+    C(tpu_internal_ip), else the default IPv4 address it reported in gathered facts, else
+    C(ansible_host), else its inventory name.
   - Returns C(node), C(worker_id) (the host's place in C(hosts)), C(coordinator),
     C(coordinator_ip), C(hosts) and C(ips).
 options:
@@ -84,6 +85,10 @@ class LookupModule(LookupBase):
         for name in [host] if published else wanted:
             source = hostvars_all.get(name) or {}
             views[name] = {k: self._templar.template(source[k]) for k in _HOST_KEYS if k in source}
+            facts = source.get("ansible_facts") or {}
+            default_ipv4 = (facts.get("default_ipv4") or {}).get("address")
+            if default_ipv4:
+                views[name]["default_ipv4"] = str(default_ipv4)
         pod = pod_of(host, views, wanted)
         if not terms:
             return [pod]

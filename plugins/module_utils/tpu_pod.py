@@ -16,9 +16,15 @@ from typing import Any
 POD_VARS = ("tpu_pod_coordinator", "tpu_pod_coordinator_ip", "tpu_pod_hosts", "tpu_pod_ips")
 
 
+# Where a static inventory's host has its pod address: what the inventory says, else the
+# address the host itself reported as its default IPv4 (gathered facts; ansible_host is often
+# the external address or, with the docker connection, a container name), else ansible_host.
+ADDRESS_KEYS = ("tpu_internal_ip", "default_ipv4", "ansible_host")
+
+
 def address(name: str, hostvars: Mapping[str, Any]) -> str:
-    """A worker's address inside the pod: tpu_internal_ip, else ansible_host, else its name."""
-    for key in ("tpu_internal_ip", "ansible_host"):
+    """A worker's address inside the pod (see ADDRESS_KEYS), else its inventory name."""
+    for key in ADDRESS_KEYS:
         value = hostvars.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()

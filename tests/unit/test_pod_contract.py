@@ -57,3 +57,14 @@ def test_hosts_without_a_node_form_one_pod() -> None:
     hostvars: dict[str, dict[str, Any]] = {"x": {}, "y": {"ansible_host": "10.9.0.1"}}
     pod = pod_of("y", hostvars, ["y", "x"])
     assert pod["hosts"] == ["x", "y"] and pod["coordinator"] == "x"
+
+
+def test_a_static_hosts_gathered_address_comes_before_ansible_host() -> None:
+    # With the docker connection ansible_host is a container name; on GCE it is often the
+    # external address. The pod talks over the internal one the host reports.
+    hostvars: dict[str, dict[str, Any]] = {
+        "c0": {"tpu_node": "n", "ansible_host": "c0-container", "default_ipv4": "172.20.0.2"},
+        "c1": {"tpu_node": "n", "ansible_host": "c1-container"},
+    }
+    pod = pod_of("c1", hostvars, ["c0", "c1"])
+    assert pod["ips"] == ["172.20.0.2", "c1-container"]
