@@ -25,6 +25,7 @@ import json
 import re
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -173,6 +174,15 @@ def test_run_detach(journey: Journey) -> None:
 
 def test_logs(journey: Journey) -> None:
     ident = journey.facts["detached"]
+    # A user reads the logs of a run that has begun. On a loaded machine the detached run may
+    # not have printed its first line in the second between two commands, so the test waits for
+    # that line on every worker (as root, not through the playbook under test) before it asks.
+    for index, host in enumerate(WORKERS):
+        log = f"{RUNS_DIR}/{ident}/{host}.log"
+        deadline = time.monotonic() + 60
+        while "step 1/60" not in journey.exec(index, f"cat {log}", check=False):
+            assert time.monotonic() < deadline, f"{host}: the detached run printed nothing in 60 s"
+            time.sleep(0.5)
     run = ok(journey.run("logs"))
     for host, name in zip(WORKERS, hostnames(journey), strict=True):
         log = REPO / ".cache" / "runs" / ident / f"{host}.log"
