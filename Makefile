@@ -82,7 +82,7 @@ integration: setup image ## Integration tests (emulator, ansible-inventory and a
 # The README's Day two blocks, verbatim and in order, on a demo pod of their own (its own folder,
 # port and container labels, so a demo of yours keeps running); the block extractor's tests first.
 journey: setup image ## The README walkthrough run as written on a 2-worker demo pod (about 12 min)
-	pytest -q -s tests/journey/test_readme_blocks.py tests/journey/test_journey.py
+	pytest -q -s tests/journey/test_readme_blocks.py tests/journey/test_journey*.py
 
 sanity: setup ## ansible-test sanity on the collection as built (plugins, roles and their scripts), shellcheck
 	tools/sanity.sh

@@ -1,5 +1,6 @@
-"""Journey steps are ordered tests sharing one pod: once a step fails, the later ones are skipped
-with the failed step named (their precondition, the state that step should have made, is missing).
+"""Journey steps are ordered tests sharing one pod: once a step fails, the later ones of the same
+journey (test module) are skipped with the failed step named (their precondition, the state that
+step should have made, is missing).
 
 JOURNEY_KEEP_GOING=1 runs the later steps anyway, to see every failure of a run at once; they
 still fail on their own assertions.
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-_FAILED_KEY = pytest.StashKey[str]()
+_FAILED_KEY = pytest.StashKey[dict[str, str]]()  # journey module -> its first failed step
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -26,12 +27,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()
     if item.get_closest_marker("journey_step") and report.failed:
-        item.session.stash.setdefault(_FAILED_KEY, item.name)
+        item.session.stash.setdefault(_FAILED_KEY, {}).setdefault(
+            item.nodeid.split("::")[0], item.name
+        )
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if not item.get_closest_marker("journey_step"):
         return
-    failed = item.session.stash.get(_FAILED_KEY, "")
+    failed = item.session.stash.get(_FAILED_KEY, {}).get(item.nodeid.split("::")[0], "")
     if failed and os.environ.get("JOURNEY_KEEP_GOING") != "1":
         pytest.skip(f"an earlier journey step failed ({failed}); this one needs what it makes")

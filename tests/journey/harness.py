@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.journey.readme_blocks import Block, extract
 
@@ -112,14 +117,45 @@ class Journey:
     port: int
     emulator_id: str
     demo_dir: Path = DEMO_DIR
+    steps: tuple[str, ...] = STEPS
+    name: str = ""  # "" is the main walkthrough; others are marked <!-- journey NAME: STEP -->
+    env_block: str = ""  # the main walkthrough's demo-env block, run before every later step
+    before_env: tuple[str, ...] = BEFORE_ENV
+    node_id: str = NODE
     runs: dict[str, StepRun] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
 
     @classmethod
-    def from_readme(cls) -> Journey:
-        blocks = extract(README.read_text(encoding="utf-8"), STEPS)
-        return cls(blocks=blocks, port=free_port(), emulator_id=f"journey{os.getpid()}")
+    def from_readme(
+        cls,
+        name: str = "",
+        steps: tuple[str, ...] = STEPS,
+        before_env: tuple[str, ...] = BEFORE_ENV,
+        node_id: str = NODE,
+    ) -> Journey:
+        """Journey ``name`` of README.md. A journey other than the main walkthrough runs on a
+        demo of its own (.cache/journey-demo-NAME) and takes the user's shell environment from
+        the walkthrough's ``demo-env`` block, as a reader who follows the README would."""
+        text = README.read_text(encoding="utf-8")
+        blocks = extract(text, steps, journey=name)
+        env_block = extract(text, STEPS)["demo-env"].text
+        demo_dir = DEMO_DIR if not name else DEMO_DIR.with_name(f"{DEMO_DIR.name}-{name}")
+        return cls(
+            blocks=blocks,
+            port=free_port(),
+            emulator_id=f"journey{name.replace('-', '')}{os.getpid()}",
+            demo_dir=demo_dir,
+            steps=steps,
+            name=name,
+            env_block=env_block,
+            before_env=before_env,
+            node_id=node_id,
+        )
+
+    @property
+    def log_dir(self) -> Path:
+        return LOG_DIR if not self.name else LOG_DIR / self.name
 
     # -- running README blocks ----------------------------------------------------------------
 
@@ -139,8 +175,8 @@ class Journey:
         """The bash script of one step: the README's env block (after demo-env), the step's
         block, then an optional probe of the harness's own (never README text)."""
         parts = ["set -e\n"]
-        if name not in BEFORE_ENV:
-            parts.append(self.blocks["demo-env"].text)
+        if name not in self.before_env:
+            parts.append(self.env_block)
         parts.append(self.blocks[name].text)
         if probe:
             parts.append(f"# journey probe, not README text\n{probe}\n")
@@ -150,8 +186,8 @@ class Journey:
         """Run one step; its output goes to .cache/journey/NN-STEP.log (stderr: .err) as it
         comes, for `tail -f` while a long step runs."""
         script = self.script(name, probe)
-        LOG_DIR.mkdir(parents=True, exist_ok=True)
-        log = LOG_DIR / f"{STEPS.index(name) + 1:02d}-{name}.log"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = self.log_dir / f"{self.steps.index(name) + 1:02d}-{name}.log"
         err = log.with_suffix(".err")
         log.write_text(f"$ bash -c <<'SCRIPT'\n{script}SCRIPT\n", encoding="utf-8")
         started = time.monotonic()
@@ -195,15 +231,20 @@ class Journey:
         with urllib.request.urlopen(request, timeout=180) as response:  # noqa: S310
             return json.loads(response.read() or b"null")
 
-    def node(self) -> dict[str, Any]:
-        zone = self.admin("GET", "state")["projects"][PROJECT]["zones"][ZONE]
-        for entry in zone["nodes"]:
-            if entry["name"].rsplit("/", 1)[-1] == NODE:
-                return entry
-        raise AssertionError(f"the emulator has no node {NODE}: {zone['nodes']}")
+    def zone(self) -> dict[str, Any]:
+        """The emulator's state of the demo zone: its nodes and queued resources."""
+        return self.admin("GET", "state")["projects"][PROJECT]["zones"][ZONE]
 
-    def addresses(self) -> list[str]:
-        return [e["ipAddress"] for e in self.node().get("networkEndpoints", [])]
+    def node(self, node_id: str = "") -> dict[str, Any]:
+        wanted = node_id or self.node_id
+        zone = self.zone()
+        for entry in zone["nodes"]:
+            if entry["name"].rsplit("/", 1)[-1] == wanted:
+                return entry
+        raise AssertionError(f"the emulator has no node {wanted}: {zone['nodes']}")
+
+    def addresses(self, node_id: str = "") -> list[str]:
+        return [e["ipAddress"] for e in self.node(node_id).get("networkEndpoints", [])]
 
     def containers(self) -> dict[str, dict[str, str]]:
         """This journey's worker containers, by worker index: name, id, state, hostname."""
@@ -279,3 +320,59 @@ class Journey:
         ]
         total = time.monotonic() - self.started
         return "\n".join(["journey timings:", *rows, f"  {'total':<18} {total:7.1f} s"])
+
+
+@contextmanager
+def journey_pod(name: str = "", **options: Any) -> Iterator[Journey]:
+    """One journey from a clean start to a clean end: skipped (saying why) without Docker; a
+    pod left by an earlier stopped run is stopped first, as a fresh clone would not have it;
+    whatever the steps leave is taken down at the end and the step timings printed."""
+    reason = docker_unavailable()
+    if reason:
+        print(f"SKIPPED the README journey {name or 'Day two'}: {reason}")
+        pytest.skip(reason)
+    if PROJECT_DIR.exists():
+        pytest.fail(
+            f"{PROJECT_DIR} exists: the README's sync step creates ./myproject; move it away "
+            "(a journey stopped before its end leaves it behind)"
+        )
+    state = Journey.from_readme(name, **options)
+    subprocess.run([str(REPO / "tools" / "emulator.sh"), "stop", str(state.demo_dir)], check=False)
+    subprocess.run(["rm", "-rf", str(state.demo_dir)], check=True)
+    print(
+        f"journey {name or 'Day two'}: DEMO_DIR={state.demo_dir} DEMO_PORT={state.port} "
+        f"emulator id {state.emulator_id}"
+    )
+    try:
+        yield state
+    finally:
+        torn_down = any(r.name == "teardown" and r.returncode == 0 for r in state.runs.values())
+        if not torn_down or any(state.leftovers().values()):
+            print(f"journey clean-up: {state.down()}")
+        subprocess.run(["rm", "-rf", str(PROJECT_DIR)], check=False)
+        timings = state.timings()
+        state.log_dir.mkdir(parents=True, exist_ok=True)
+        (state.log_dir / "timings.txt").write_text(timings + "\n", encoding="utf-8")
+        print(timings)
+
+
+# -- what steps assert with ------------------------------------------------------------------
+
+RUN_ID = re.compile(r"\b\d{8}T\d{6}Z-[0-9a-f]{4}\b")
+
+
+def ok(run: StepRun) -> StepRun:
+    assert run.returncode == 0, f"{run.name} exited {run.returncode}:\n{run.tail()}"
+    return run
+
+
+def run_id(run: StepRun) -> str:
+    found = RUN_ID.findall(run.output)
+    assert found, f"{run.name} printed no run id (like 20261123T143000Z-ab12):\n{run.tail()}"
+    return found[-1]
+
+
+def host_line(output: str, host: str, pattern: str) -> bool:
+    """A line of ``output`` naming ``host`` (whole word) that also matches ``pattern``."""
+    word = re.compile(rf"(?<![\w-]){re.escape(host)}(?![\w-])")
+    return any(word.search(line) and re.search(pattern, line) for line in output.splitlines())

@@ -12,6 +12,11 @@ and the test drift apart fails loudly: a step the test needs with no marked bloc
 naming a step the test does not know, a marker used twice, a marker not followed by a ``sh``
 fence, a fence that never closes, a block with no command in it. A marker quoted in an inline
 code span (`<!-- journey: x -->` in backquotes) is prose, not a marker.
+
+The README holds more than one journey. ``<!-- journey: STEP -->`` marks a step of the main
+walkthrough ("Day two"); ``<!-- journey NAME: STEP -->`` a step of journey NAME (for example
+``<!-- journey babysit: watch -->``). Each journey's test reads only its own markers; a marker of
+another journey is still checked for its form.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_MARKER = re.compile(r"^<!--\s*journey:\s*(?P<name>\S*?)\s*-->\s*$")
+_MARKER = re.compile(
+    r"^<!--\s*journey(?:\s+(?P<journey>[a-z][a-z0-9-]*))?:\s*(?P<name>\S*?)\s*-->\s*$"
+)
 _LOOSE_MARKER = re.compile(r"<!--\s*journey\b")
 _CODE_SPAN = re.compile(r"`[^`]*`")  # a marker quoted in prose is no marker
 _OPEN = re.compile(r"^```(?:sh|bash|shell)\s*$")
@@ -49,8 +56,11 @@ class Block:
         ]
 
 
-def extract(text: str, steps: Iterable[str], source: str = "README.md") -> dict[str, Block]:
-    """Every block marked with one of ``steps``; raise ReadmeBlockError on any mismatch."""
+def extract(
+    text: str, steps: Iterable[str], source: str = "README.md", journey: str = ""
+) -> dict[str, Block]:
+    """Every block of ``journey`` ("" for the main walkthrough) marked with one of ``steps``;
+    raise ReadmeBlockError on any mismatch."""
     wanted = list(steps)
     lines = text.splitlines()
     found: dict[str, Block] = {}
@@ -62,8 +72,12 @@ def extract(text: str, steps: Iterable[str], source: str = "README.md") -> dict[
             if _LOOSE_MARKER.search(_CODE_SPAN.sub("", line)):
                 raise ReadmeBlockError(
                     f"{source}:{index + 1}: malformed journey marker {line.strip()!r}; "
-                    "write it alone on its line as <!-- journey: STEP -->"
+                    "write it alone on its line as <!-- journey: STEP --> or "
+                    "<!-- journey NAME: STEP -->"
                 )
+            index += 1
+            continue
+        if (match["journey"] or "") != journey:
             index += 1
             continue
         name = match["name"]
@@ -97,6 +111,7 @@ def extract(text: str, steps: Iterable[str], source: str = "README.md") -> dict[
     if missing:
         raise ReadmeBlockError(
             f"{source} has no block marked for journey step(s) {', '.join(missing)} "
-            "(<!-- journey: STEP --> on the line before a ```sh block)"
+            f"(<!-- journey{' ' + journey if journey else ''}: STEP --> on the line before a "
+            "```sh block)"
         )
     return {name: found[name] for name in wanted}

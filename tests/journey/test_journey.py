@@ -32,20 +32,20 @@ import pytest
 
 from tests.journey.harness import (
     DEMO_DIR,
-    LOG_DIR,
     PROJECT_DIR,
     REPO,
     WORKERS,
     Journey,
-    StepRun,
-    docker_unavailable,
+    host_line,
+    journey_pod,
+    ok,
+    run_id,
 )
 
 pytestmark = pytest.mark.journey_step
 
 LOGIN_HOME = "/home/tpu"  # the demo's login user is tpu (inventories/demo/group_vars/tpu.yml)
 RUNS_DIR = f"{LOGIN_HOME}/cloudtpu-runs"
-RUN_ID = re.compile(r"\b\d{8}T\d{6}Z-[0-9a-f]{4}\b")
 LOCK = "/tmp/libtpu_lockfile"
 DEVICE = "/dev/accel0"
 HOLDER = f"import time; device = open('{DEVICE}'); lock = open('{LOCK}'); time.sleep(1800)"
@@ -53,53 +53,12 @@ HOLDER = f"import time; device = open('{DEVICE}'); lock = open('{LOCK}'); time.s
 
 @pytest.fixture(scope="module")
 def journey() -> Iterator[Journey]:
-    reason = docker_unavailable()
-    if reason:
-        print(f"SKIPPED the README journey: {reason}")
-        pytest.skip(reason)
-    if PROJECT_DIR.exists():
-        pytest.fail(
-            f"{PROJECT_DIR} exists: the README's sync step creates ./myproject; move it away "
-            "(a journey stopped before its end leaves it behind)"
-        )
-    # A journey stopped before its end may have left its emulator running: stop it (its
-    # containers go with it) and start from nothing, as a fresh clone would.
-    subprocess.run([str(REPO / "tools" / "emulator.sh"), "stop", str(DEMO_DIR)], check=False)
-    subprocess.run(["rm", "-rf", str(DEMO_DIR)], check=True)
-    state = Journey.from_readme()
-    print(f"journey: DEMO_DIR={DEMO_DIR} DEMO_PORT={state.port} emulator id {state.emulator_id}")
-    try:
+    with journey_pod() as state:
         yield state
-    finally:
-        torn_down = "teardown" in state.runs and state.runs["teardown"].returncode == 0
-        if not torn_down or any(state.leftovers().values()):
-            print(f"journey clean-up: {state.down()}")
-        subprocess.run(["rm", "-rf", str(PROJECT_DIR)], check=False)
-        timings = state.timings()
-        LOG_DIR.mkdir(parents=True, exist_ok=True)
-        (LOG_DIR / "timings.txt").write_text(timings + "\n", encoding="utf-8")
-        print(timings)
-
-
-def ok(run: StepRun) -> StepRun:
-    assert run.returncode == 0, f"{run.name} exited {run.returncode}:\n{run.tail()}"
-    return run
-
-
-def run_id(run: StepRun) -> str:
-    found = RUN_ID.findall(run.output)
-    assert found, f"{run.name} printed no run id (like 20261123T143000Z-ab12):\n{run.tail()}"
-    return found[-1]
 
 
 def hostnames(journey: Journey) -> list[str]:
     return [journey.worker(i)["hostname"] for i in range(len(WORKERS))]
-
-
-def host_line(output: str, host: str, pattern: str) -> bool:
-    """A line of ``output`` naming ``host`` (whole word) that also matches ``pattern``."""
-    word = re.compile(rf"(?<![\w-]){re.escape(host)}(?![\w-])")
-    return any(word.search(line) and re.search(pattern, line) for line in output.splitlines())
 
 
 def test_demo_up(journey: Journey) -> None:

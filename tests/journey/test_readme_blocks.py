@@ -88,3 +88,14 @@ def test_mismatches_fail_loudly(readme: str, steps: list[str], message: str) -> 
 def test_the_readme_has_a_block_for_every_journey_step() -> None:
     blocks = extract(README.read_text(encoding="utf-8"), STEPS)
     assert list(blocks) == list(STEPS)
+
+
+def test_a_named_journey_reads_only_its_own_markers() -> None:
+    text = (
+        "<!-- journey: first -->\n```sh\necho main\n```\n"
+        "<!-- journey babysit: first -->\n```sh\necho babysit\n```\n"
+    )
+    assert extract(text, ["first"])["first"].text == "echo main\n"
+    assert extract(text, ["first"], journey="babysit")["first"].text == "echo babysit\n"
+    with pytest.raises(ReadmeBlockError, match="journey other: STEP"):
+        extract(text, ["first"], journey="other")
