@@ -276,6 +276,7 @@ OPTION_LIMITS: dict[str, dict[str, Any]] = {
     "timeout": {"minimum": 1, "maximum": 7 * 86400},
     "poll_interval": {"minimum": 0.05, "maximum": 3600, "integer": False},
     "retries": {"minimum": 1, "maximum": 100},
+    "requeue_tries": {"minimum": 0, "maximum": 100},
     "retry_max_sleep": {"minimum": 0, "maximum": 600, "integer": False},
     "request_timeout": {"minimum": 1, "maximum": 3600, "integer": False},
     "page_size": {"minimum": 1, "maximum": 1000},

@@ -15,11 +15,16 @@ author: cloudtpu.pod maintainers (@cloudtpu)
 description:
   - Creates or deletes a queued resource, a request for one TPU node, or for O(node_count)
     identical nodes (a multislice request, nodes named C(<node_prefix>-0) ...), that the
-    service fulfils when capacity is free. Spot, guaranteed and on-demand tiers.
-  - Waits until the request is C(ACTIVE) (its nodes exist and are C(READY)). A request that
-    ends C(FAILED) fails the task with the reason the API gives; one still waiting for
-    capacity after O(timeout) seconds fails the task but stays queued (run the task again to
-    keep waiting).
+    service fulfils when capacity is free. Spot, guaranteed, flex-start and on-demand tiers,
+    with an optional validity window.
+  - Waits until the request is C(ACTIVE) (its nodes exist and are C(READY)), through
+    C(WAITING_FOR_RESOURCES) and C(PROVISIONING); the result lists the states seen. A request
+    that ends C(FAILED) or C(SUSPENDED) is deleted and created again with the same spec up to
+    O(requeue_tries) times; after that the task fails with the reason the API gives. One still
+    waiting for capacity after O(timeout) seconds fails the task but stays queued (run the task
+    again to keep waiting).
+  - O(state=recreated) deletes an existing request (nodes included) and creates it again with
+    the spec the API reports for it, as recovery after a preemption or suspension does.
   - An existing queued resource with the same tier, node names and accelerator type is left
     alone; a different one fails the task with the differences listed (delete it first).
   - Deleting with O(force=true) deletes its nodes too; without it the API refuses while nodes
@@ -52,16 +57,23 @@ options:
     type: str
     required: true
   state:
-    description: V(present) requests the capacity and waits for it; V(absent) deletes the request.
+    description:
+      - V(present) requests the capacity and waits for it; V(absent) deletes the request.
+      - V(recreated) deletes the existing request with its nodes and creates it again with the
+        spec the API reports (the task's node options are not used), then waits as V(present).
     type: str
-    choices: [present, absent]
+    choices: [present, absent, recreated]
     default: present
   tier:
     description:
       - V(spot) is preemptible capacity; V(guaranteed) capacity that is not preempted;
         V(on_demand) neither field set (the API's default tier).
+      - V(flex_start) is capacity for a bounded time (the nodes' C(schedulingConfig)
+        C(provisioningModel=FLEX_START), the request's C(runDuration.maxRunDuration) from
+        O(max_run_duration)); the service deletes the nodes after it and the request becomes
+        C(SUSPENDED).
     type: str
-    choices: [on_demand, spot, guaranteed]
+    choices: [on_demand, spot, guaranteed, flex_start]
     default: on_demand
   reservation_name:
     description: Reservation to take the capacity from (C(projects/P/locations/Z/reservations/R)).
@@ -121,11 +133,34 @@ options:
     description: Network tags of each node.
     type: list
     elements: str
+  max_run_duration:
+    description:
+      - With O(tier=flex_start) (required there), how long the nodes may run, as a duration
+        such as C(14400s).
+    type: str
   valid_until_duration:
     description:
       - How long the request may wait in the queue, as a duration such as C(3600s); the API
-        fails it after that.
+        fails it after that (C(queueingPolicy.validUntilDuration)).
     type: str
+  valid_until_time:
+    description: The time after which the request fails if still queued, RFC 3339 such as
+      C(2030-01-31T08:00:00Z). Not with O(valid_until_duration).
+    type: str
+  valid_after_duration:
+    description: How long from now before the request may be provisioned, such as C(600s).
+    type: str
+  valid_after_time:
+    description: The earliest time the request may be provisioned, RFC 3339. Not with
+      O(valid_after_duration).
+    type: str
+  requeue_tries:
+    description:
+      - How many times a request that ends C(FAILED) or C(SUSPENDED) (or is found so) is
+        deleted and created again with the same spec before the task fails. C(0) fails at
+        once. Each attempt is reported in RV(attempts).
+    type: int
+    default: 0
   force:
     description: With O(state=absent), delete the request's nodes too.
     type: bool
@@ -173,6 +208,17 @@ EXAMPLES = r"""
     zone: us-west4-a
     state: absent
     force: true
+
+- name: Flex-start v5e capacity for four hours, waiting at most a day, re-queued twice at most
+  cloudtpu.pod.tpu_queued_resource:
+    name: flex-run
+    project: my-project
+    zone: us-west4-a
+    tier: flex_start
+    max_run_duration: 14400s
+    valid_until_duration: 86400s
+    requeue_tries: 2
+    accelerator_type: v5litepod-8
 """
 
 RETURN = r"""
@@ -189,6 +235,22 @@ state:
   returned: always
   type: str
   sample: ACTIVE
+states_seen:
+  description: The request's states in the order this task saw them, over all attempts.
+  returned: always
+  type: list
+  elements: str
+  sample: [WAITING_FOR_RESOURCES, PROVISIONING, ACTIVE]
+attempts:
+  description:
+    - One entry per request this task created (C(why) V(created), V(requeued) or
+      V(recreated)), with the state it reached and the reason the API gave.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {attempt: 1, why: created, state: FAILED, reason: "Quota exceeded"}
+    - {attempt: 2, why: requeued, state: ACTIVE, reason: ""}
 nodes:
   description:
     - The request's nodes once they exist, in the shape M(cloudtpu.pod.tpu_node_info) returns
@@ -217,28 +279,21 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
     default_runtime_version,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued import (
+    GIVEN_UP,
+    TIERS,
+    Progress,
+    differences,
+    recreate_body,
+    request_body,
+    schedule_problems,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
     Deadline,
-    multislice_node_ids,
-    node_body,
     node_summary,
     queued_resource_node_ids,
     queued_resource_state,
 )
-
-NODE_FIELDS = (
-    "accelerator_type",
-    "runtime_version",
-    "description",
-    "network",
-    "subnetwork",
-    "enable_external_ips",
-    "labels",
-    "metadata",
-    "service_account",
-    "tags",
-)
-GIVEN_UP = ("FAILED", "SUSPENDING", "SUSPENDED")
 
 
 def argument_spec() -> dict[str, Any]:
@@ -247,12 +302,12 @@ def argument_spec() -> dict[str, Any]:
         name={"type": "str", "required": True, "aliases": ["queued_resource_id"]},
         project={"type": "str", "required": True, "fallback": (env_fallback, ["GCP_PROJECT"])},
         zone={"type": "str", "required": True},
-        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
-        tier={
+        state={
             "type": "str",
-            "default": "on_demand",
-            "choices": ["on_demand", "spot", "guaranteed"],
+            "default": "present",
+            "choices": ["present", "absent", "recreated"],
         },
+        tier={"type": "str", "default": "on_demand", "choices": list(TIERS)},
         reservation_name={"type": "str"},
         node_id={"type": "str"},
         node_count={"type": "int", "default": 1},
@@ -273,70 +328,18 @@ def argument_spec() -> dict[str, Any]:
             },
         },
         tags={"type": "list", "elements": "str"},
+        max_run_duration={"type": "str"},
         valid_until_duration={"type": "str"},
+        valid_until_time={"type": "str"},
+        valid_after_duration={"type": "str"},
+        valid_after_time={"type": "str"},
+        requeue_tries={"type": "int", "default": 0},
         force={"type": "bool", "default": False},
         wait={"type": "bool", "default": True},
         timeout={"type": "int", "default": 3600},
         poll_interval={"type": "float", "default": 10.0},
     )
     return spec
-
-
-def request_body(params: dict[str, Any]) -> dict[str, Any]:
-    """The QueuedResource JSON for the module's options."""
-    parent = "projects/{}/locations/{}".format(params["project"], params["zone"])
-    node_spec: dict[str, Any] = {
-        "parent": parent,
-        "node": node_body({field: params[field] for field in NODE_FIELDS}),
-    }
-    if params["node_count"] > 1:
-        node_spec["multisliceParams"] = {
-            "nodeCount": params["node_count"],
-            "nodeIdPrefix": params["node_prefix"] or params["name"],
-        }
-    else:
-        node_spec["nodeId"] = params["node_id"] or params["name"]
-    body: dict[str, Any] = {"tpu": {"nodeSpec": [node_spec]}}
-    if params["tier"] == "spot":
-        body["spot"] = {}
-    elif params["tier"] == "guaranteed":
-        body["guaranteed"] = {}
-    if params["reservation_name"]:
-        body["reservationName"] = params["reservation_name"]
-    if params["valid_until_duration"]:
-        body["queueingPolicy"] = {"validUntilDuration": params["valid_until_duration"]}
-    return body
-
-
-def tier_of(qr: dict[str, Any]) -> str:
-    if "spot" in qr:
-        return "spot"
-    if "guaranteed" in qr:
-        return "guaranteed"
-    return "on_demand"
-
-
-def differences(params: dict[str, Any], qr: dict[str, Any]) -> list[str]:
-    """What differs between the task and an existing queued resource, as text."""
-    found = []
-    if tier_of(qr) != params["tier"]:
-        found.append(f"tier: {tier_of(qr)!r} -> {params['tier']!r}")
-    wanted_ids = multislice_node_ids(
-        params["name"], params["node_id"], params["node_count"], params["node_prefix"]
-    )
-    current_ids = queued_resource_node_ids(qr)
-    if current_ids != wanted_ids:
-        found.append(f"nodes: {current_ids} -> {wanted_ids}")
-    specs = (qr.get("tpu") or {}).get("nodeSpec") or [{}]
-    node = specs[0].get("node") or {}
-    for field, key in (
-        ("accelerator_type", "acceleratorType"),
-        ("runtime_version", "runtimeVersion"),
-    ):
-        want = params[field]
-        if want is not None and str(node.get(key, "")).lower() != str(want).lower():
-            found.append(f"{field}: {node.get(key, '')!r} -> {want!r}")
-    return found
 
 
 class QueuedResourceTask:
@@ -349,11 +352,14 @@ class QueuedResourceTask:
         self.name = self.params["name"]
         self.poll = max(0.01, float(self.params["poll_interval"]))
         self.deadline = Deadline(self.params["timeout"])
+        self.progress = Progress()
         self.result: dict[str, Any] = {
             "changed": False,
             "queued_resource": {},
             "state": "ABSENT",
             "nodes": [],
+            "states_seen": self.progress.states,
+            "attempts": self.progress.attempts,
         }
 
     def where(self) -> str:
@@ -361,11 +367,13 @@ class QueuedResourceTask:
 
     def find(self) -> dict[str, Any] | None:
         try:
-            return self.client.get_queued_resource(self.project, self.zone, self.name)
+            qr = self.client.get_queued_resource(self.project, self.zone, self.name)
         except TpuApiError as exc:
             if exc.not_found:
                 return None
             raise
+        self.progress.saw(queued_resource_state(qr)[0])
+        return qr
 
     def record(self, qr: dict[str, Any] | None) -> None:
         self.result["queued_resource"] = qr or {}
@@ -379,7 +387,30 @@ class QueuedResourceTask:
         self.record(qr)
         if self.params["state"] == "absent":
             return self.absent(qr)
+        if self.params["state"] == "recreated":
+            return self.recreated(qr)
         return self.present(qr)
+
+    def delete(self, qr: dict[str, Any], force: bool) -> None:
+        """Delete the request (unless already deleting) and, with wait, until it is gone."""
+        if queued_resource_state(qr)[0] != "DELETING":
+            operation = self.client.delete_queued_resource(
+                self.project, self.zone, self.name, force=force
+            )
+            if self.params["wait"]:
+                self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
+        if not self.params["wait"]:
+            return
+        current: dict[str, Any] | None = qr
+        while current is not None:
+            if self.deadline.passed():
+                self.fail(
+                    f"{self.where()} is still {queued_resource_state(current)[0]} after "
+                    f"{self.deadline.seconds:.0f} s; the API goes on deleting it."
+                )
+            current = self.find()
+            if current is not None:
+                time.sleep(self.poll)
 
     def absent(self, qr: dict[str, Any] | None) -> dict[str, Any]:
         if qr is None:
@@ -387,24 +418,32 @@ class QueuedResourceTask:
         self.result["changed"] = True
         if self.module.check_mode:
             return self.result
-        if queued_resource_state(qr)[0] != "DELETING":
-            operation = self.client.delete_queued_resource(
-                self.project, self.zone, self.name, force=self.params["force"]
-            )
-            if self.params["wait"]:
-                self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
-        if self.params["wait"]:
-            while qr is not None:
-                if self.deadline.passed():
-                    self.fail(
-                        f"{self.where()} is still {queued_resource_state(qr)[0]} after "
-                        f"{self.deadline.seconds:.0f} s; the API goes on deleting it."
-                    )
-                qr = self.find()
-                if qr is not None:
-                    time.sleep(self.poll)
+        self.delete(qr, self.params["force"])
         self.record(None)
         return self.result
+
+    def create(self, body: dict[str, Any], why: str) -> dict[str, Any] | None:
+        self.progress.attempt(why)
+        operation = self.client.create_queued_resource(self.project, self.zone, self.name, body)
+        if self.params["wait"]:
+            self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
+        return self.find()
+
+    def recreated(self, qr: dict[str, Any] | None) -> dict[str, Any]:
+        if qr is None:
+            self.fail(
+                f"{self.where()} does not exist, so there is no spec to create it again from."
+            )
+            return self.result
+        self.result["changed"] = True
+        if self.module.check_mode:
+            return self.result
+        body = recreate_body(qr)
+        wait = self.params["wait"]
+        self.params["wait"] = True  # the new request needs the old one gone
+        self.delete(qr, force=True)
+        self.params["wait"] = wait
+        return self.settle(self.create(body, "recreated"))
 
     def present(self, qr: dict[str, Any] | None) -> dict[str, Any]:
         if qr is None:
@@ -422,14 +461,7 @@ class QueuedResourceTask:
             self.result["changed"] = True
             if self.module.check_mode:
                 return self.result
-            operation = self.client.create_queued_resource(
-                self.project, self.zone, self.name, request_body(self.params)
-            )
-            if not self.params["wait"]:
-                self.record(self.find())
-                return self.result
-            self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
-            qr = self.find()
+            qr = self.create(request_body(self.params), "created")
         else:
             found = differences(self.params, qr)
             if found:
@@ -438,10 +470,33 @@ class QueuedResourceTask:
                     "queued resource cannot be changed; delete it (state: absent, force: true) "
                     "and create it again."
                 )
-        if self.params["wait"]:
+            if self.module.check_mode:
+                word = queued_resource_state(qr)[0]
+                self.result["changed"] = word in GIVEN_UP and self.params["requeue_tries"] > 0
+                return self.result
+        return self.settle(qr)
+
+    def settle(self, qr: dict[str, Any] | None) -> dict[str, Any]:
+        """Wait until ACTIVE, re-queueing a FAILED or SUSPENDED request while tries are left."""
+        requeues = 0
+        while True:
+            if not self.params["wait"]:
+                break
             qr = self.wait_active(qr)
+            if qr is None:
+                break
+            word, why = queued_resource_state(qr)
+            self.progress.ended(word, why if word in GIVEN_UP else "")
+            if word not in GIVEN_UP or requeues >= self.params["requeue_tries"]:
+                break
+            requeues += 1
+            self.result["changed"] = True
+            body = recreate_body(qr)
+            self.delete(qr, force=True)
+            qr = self.create(body, "requeued")
         self.record(qr)
-        self.check_given_up(qr)
+        if self.params["wait"]:
+            self.check_given_up(qr)
         if qr is not None and queued_resource_state(qr)[0] == "ACTIVE":
             self.result["nodes"] = self.nodes(qr)
         return self.result
@@ -453,9 +508,12 @@ class QueuedResourceTask:
         word, why = queued_resource_state(qr)
         if word in GIVEN_UP:
             because = f": {why}" if why else ""
+            tries = self.params["requeue_tries"]
+            after = f" after {tries} re-queue(s)" if tries else ""
             self.fail(
-                f"{self.where()} is {word}{because}. Delete it (state: absent, force: true) and "
-                "request again, perhaps in another zone or tier."
+                f"{self.where()} is {word}{because}{after}. Delete it (state: absent, force: "
+                "true) and request again, perhaps in another zone or tier, or raise "
+                "requeue_tries."
             )
 
     def wait_active(self, qr: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -466,9 +524,9 @@ class QueuedResourceTask:
             if self.deadline.passed():
                 self.record(qr)
                 self.fail(
-                    f"{self.where()} is still {word} after {self.deadline.seconds:.0f} s. It "
-                    "stays queued; run the task again to keep waiting, raise timeout, or delete "
-                    "it (state: absent)."
+                    f"{self.where()} is still {word} after {self.deadline.seconds:.0f} s "
+                    f"(states seen: {', '.join(self.progress.states)}). It stays queued; run "
+                    "the task again to keep waiting, raise timeout, or delete it (state: absent)."
                 )
             time.sleep(min(self.poll, max(self.deadline.left(), 0.01)))
             qr = self.find()
@@ -486,6 +544,9 @@ class QueuedResourceTask:
 def main() -> None:
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     check_module_options(module)
+    problems = schedule_problems(module.params)
+    if problems:
+        module.fail_json(msg=" ".join(problems), problems=problems)
     task = None
     try:
         client = TpuClient(module)

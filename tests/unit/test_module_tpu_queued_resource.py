@@ -161,3 +161,111 @@ def test_delete_with_force_removes_the_request_and_its_nodes(api: Api) -> None:
     assert api.node("qr-a-0") is None and api.node("qr-a-1") is None
     again = run_module("tpu_queued_resource", qr_args(api, state="absent", force=True))
     assert again["changed"] is False
+
+
+FAIL_NEXT = f"projects/{PROJECT}/locations/{ZONE}/queuedResources:failNext"
+
+
+def test_flex_start_asks_for_a_bounded_run_and_a_validity_window(api: Api) -> None:
+    outcome = run_module(
+        "tpu_queued_resource",
+        qr_args(
+            api,
+            tier="flex_start",
+            max_run_duration="14400s",
+            valid_until_duration="86400s",
+            valid_after_duration="0.2s",
+        ),
+    )
+    assert not outcome.failed, outcome.msg
+    qr = api.queued("qr-a")
+    assert qr["runDuration"] == {"maxRunDuration": "14400s"}
+    assert qr["queueingPolicy"] == {"validUntilDuration": "86400s", "validAfterDuration": "0.2s"}
+    assert "spot" not in qr and "guaranteed" not in qr
+    assert api.node("qr-a")["schedulingConfig"]["provisioningModel"] == "FLEX_START"
+    seen = outcome["states_seen"]
+    assert seen[0] == "WAITING_FOR_RESOURCES" and seen[-1] == "ACTIVE", seen
+    again = run_module(
+        "tpu_queued_resource", qr_args(api, tier="flex_start", max_run_duration="14400s")
+    )
+    assert not again.failed and again["changed"] is False, again.msg
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"tier": "flex_start"}, "needs max_run_duration"),
+        ({"tier": "flex_start", "max_run_duration": "4h"}, "max_run_duration is '4h'"),
+        ({"max_run_duration": "60s"}, "for tier flex_start only"),
+        ({"valid_until_time": "tomorrow"}, "valid_until_time is 'tomorrow'"),
+        (
+            {"valid_after_duration": "60s", "valid_after_time": "2030-01-31T08:00:00Z"},
+            "mutually exclusive",
+        ),
+        ({"requeue_tries": -1}, "requeue_tries"),
+    ],
+)
+def test_schedule_options_are_checked_before_any_call(
+    api: Api, changes: dict[str, Any], said: str
+) -> None:
+    outcome = run_module("tpu_queued_resource", qr_args(api, **changes))
+    assert outcome.failed and said in outcome.msg, outcome.msg
+    assert api.calls() == {}
+
+
+def test_a_failed_request_is_requeued_with_the_same_spec(api: Api) -> None:
+    api.admin("POST", FAIL_NEXT, {"message": "stockout"})
+    outcome = run_module("tpu_queued_resource", qr_args(api, requeue_tries=2))
+    assert not outcome.failed, outcome.msg
+    assert outcome["state"] == "ACTIVE"
+    attempts = [(a["why"], a["state"], a["reason"]) for a in outcome["attempts"]]
+    assert attempts == [("created", "FAILED", "stockout"), ("requeued", "ACTIVE", "")]
+    assert "FAILED" in outcome["states_seen"] and outcome["states_seen"][-1] == "ACTIVE"
+    assert api.node("qr-a")["labels"] == {"team": "vision"}
+    assert "spot" in api.queued("qr-a")
+    assert api.calls()["DELETE queuedResources.delete"] == 1
+
+
+def test_requeueing_stops_after_the_tries_given(api: Api) -> None:
+    api.admin("POST", FAIL_NEXT, {"message": "stockout", "times": 3})
+    outcome = run_module("tpu_queued_resource", qr_args(api, requeue_tries=1))
+    assert outcome.failed
+    assert "FAILED: stockout after 1 re-queue(s)" in outcome.msg, outcome.msg
+    assert [a["state"] for a in outcome["attempts"]] == ["FAILED", "FAILED"]
+
+
+def test_a_suspended_request_found_is_requeued(api: Api) -> None:
+    run_module("tpu_queued_resource", qr_args(api))
+    api.admin("POST", f"projects/{PROJECT}/locations/{ZONE}/queuedResources/qr-a:suspend")
+    deadline = time.monotonic() + 5
+    while api.queued("qr-a")["state"]["state"] != "SUSPENDED" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    refused = run_module("tpu_queued_resource", qr_args(api))
+    assert refused.failed and "is SUSPENDED" in refused.msg, refused.msg
+    check = run_module("tpu_queued_resource", qr_args(api, requeue_tries=1), check=True)
+    assert not check.failed and check["changed"] is True
+    outcome = run_module("tpu_queued_resource", qr_args(api, requeue_tries=1))
+    assert not outcome.failed, outcome.msg
+    assert [a["why"] for a in outcome["attempts"]] == ["requeued"]
+    assert api.node("qr-a")["state"] == "READY"
+
+
+def test_recreated_makes_the_request_again_from_the_api_spec(api: Api) -> None:
+    missing = run_module("tpu_queued_resource", qr_args(api, state="recreated"))
+    assert missing.failed and "no spec to create it again from" in missing.msg
+    run_module("tpu_queued_resource", qr_args(api, node_count=2, valid_until_duration="600s"))
+    before = api.queued("qr-a")
+    api.admin("POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/qr-a-1:preempt")
+    outcome = run_module(
+        "tpu_queued_resource",
+        api.auth(name="qr-a", zone=ZONE, state="recreated", poll_interval=0.05, timeout=30),
+    )
+    assert not outcome.failed, outcome.msg
+    assert outcome["changed"] is True and outcome["state"] == "ACTIVE"
+    assert [n["name"] for n in outcome["nodes"]] == ["qr-a-0", "qr-a-1"]
+    after = api.queued("qr-a")
+    assert api.calls()["DELETE queuedResources.delete"] == 1
+    assert api.calls()["POST queuedResources.create"] == 2
+    for key in ("tpu", "spot", "queueingPolicy"):
+        assert after[key] == before[key], key
+    assert api.node("qr-a-1")["state"] == "READY"

@@ -1,13 +1,24 @@
-"""Queued resources: list, get, create (with multislice node specs), delete."""
+"""Queued resources: list, get, create (with multislice node specs), delete.
+
+A request goes CREATING -> ACCEPTED -> PROVISIONING -> ACTIVE, or waits in
+WAITING_FOR_RESOURCES when the zone has no capacity or its queueingPolicy's validAfter has not
+come; it FAILS when its validUntil passes while waiting (or when the zone's next request was
+made to fail, see admin.py). A flex-start request (runDuration.maxRunDuration) is SUSPENDED when
+its run duration is up, its nodes deleted.
+"""
 
 from __future__ import annotations
 
 import copy
+import re
+import threading
 from typing import Any
 
 from . import errors
 from .backends import NodeInfo, WorkerAddress
 from .common import NODE_ID_RE, TYPE_PREFIX, Project, first, now_rfc3339
+
+DURATION_RE = re.compile(r"^([0-9]{1,9}(?:\.[0-9]{1,9})?)s$")
 
 
 class QueuedResources:
@@ -71,6 +82,7 @@ class QueuedResources:
                     f"projects/{project.id}/locations/{zone}/nodes/{node_id}"
                 )
             self._validate_node_body(project, zone, spec.get("node") or {})
+        after, until = validate_schedule(body)
         qr = copy.deepcopy(body)
         qr["name"] = f"projects/{project.id}/locations/{zone}/queuedResources/{qr_id}"
         qr["createTime"] = now_rfc3339()
@@ -81,10 +93,14 @@ class QueuedResources:
 
         def accepted(_: Any) -> dict[str, Any]:
             qr["state"] = {"state": "ACCEPTED", "stateInitiator": "USER"}
-            if project.zones[zone]["capacity"]:
+            fail_next = project.zones[zone].get("fail_next") or []
+            if fail_next:
+                self.fail_queued(qr, fail_next.pop(0))
+            elif project.zones[zone]["capacity"] and not after:
                 self._provision(project, zone, qr, specs, spot)
             else:
                 qr["state"] = {"state": "WAITING_FOR_RESOURCES", "stateInitiator": "SERVICE"}
+                self._queue_window(project, zone, qr, specs, after, until)
             return {"@type": TYPE_PREFIX + "QueuedResource", **copy.deepcopy(qr)}
 
         self._run(op, lambda: None, accepted)
@@ -123,9 +139,47 @@ class QueuedResources:
                 node["health"] = "HEALTHY"
             if qr["state"].get("state") == "PROVISIONING":
                 qr["state"] = {"state": "ACTIVE", "stateInitiator": "SERVICE"}
+                self._run_duration_ends(project, zone, qr)
             return {"@type": TYPE_PREFIX + "QueuedResource", **copy.deepcopy(qr)}
 
         self._run(op, slow, apply)
+
+    def _queue_window(
+        self,
+        project: Project,
+        zone: str,
+        qr: dict[str, Any],
+        specs: list[dict[str, Any]],
+        after: float,
+        until: float | None,
+    ) -> None:
+        """A waiting request is provisioned once validAfter has come (if the zone has capacity)
+        and FAILS when validUntil passes first."""
+        generation = self._generation
+
+        def waiting() -> bool:
+            return (
+                generation == self._generation
+                and qr["state"].get("state") == "WAITING_FOR_RESOURCES"
+            )
+
+        def start() -> None:
+            with self.lock:
+                if waiting() and project.zones[zone]["capacity"]:
+                    self._provision(project, zone, qr, specs, "spot" in qr)
+
+        def expire() -> None:
+            with self.lock:
+                if waiting():
+                    self.fail_queued(
+                        qr, "The request's validity window ended before capacity was found."
+                    )
+
+        for delay, action in ((after, start), (until, expire)):
+            if delay:
+                timer = threading.Timer(delay, action)
+                timer.daemon = True
+                timer.start()
 
     def _queuedresources_delete(
         self, project: Project, params: dict[str, str], query: dict[str, Any], body: dict[str, Any]
@@ -198,3 +252,42 @@ def expand_node_specs(specs: list[Any], qr_id: str) -> list[dict[str, Any]]:
             single["nodeId"] = f"{prefix}-{index}"
             expanded.append(single)
     return expanded
+
+
+def validate_schedule(body: dict[str, Any]) -> tuple[float, float | None]:
+    """Check runDuration and queueingPolicy as the API does; (seconds until the request may be
+    provisioned, seconds it may wait in all or None)."""
+    run = body.get("runDuration") or {}
+    if run and not DURATION_RE.match(str(run.get("maxRunDuration") or "")):
+        raise errors.invalid(
+            f"Invalid run_duration.max_run_duration '{run.get('maxRunDuration')}'.",
+            "queued_resource.run_duration.max_run_duration",
+        )
+    flex = any(
+        ((spec.get("node") or {}).get("schedulingConfig") or {}).get("provisioningModel")
+        == "FLEX_START"
+        for spec in (body.get("tpu") or {}).get("nodeSpec") or []
+        if isinstance(spec, dict)
+    )
+    if flex and not run:
+        raise errors.invalid(
+            "A FLEX_START request needs run_duration.max_run_duration.",
+            "queued_resource.run_duration",
+        )
+    if flex and ("spot" in body or "guaranteed" in body or body.get("reservationName")):
+        raise errors.invalid(
+            "A FLEX_START request takes no spot, guaranteed or reservation tier.",
+            "queued_resource.tier",
+        )
+    policy = body.get("queueingPolicy") or {}
+    seconds = {}
+    for key in ("validUntilDuration", "validAfterDuration"):
+        if key in policy:
+            match = DURATION_RE.match(str(policy[key]))
+            if not match:
+                raise errors.invalid(
+                    f"Invalid queueing_policy.{key} '{policy[key]}'.",
+                    "queued_resource.queueing_policy",
+                )
+            seconds[key] = float(match.group(1))
+    return seconds.get("validAfterDuration", 0.0), seconds.get("validUntilDuration")

@@ -15,6 +15,10 @@ Admin endpoints (no token needed; they stand for things the real service does on
     POST   /_emulator/projects/P/locations/Z/nodes/N:maintenance   workers reboot (health
            UNHEALTHY_MAINTENANCE, then HEALTHY with the addresses read again)
     POST   /_emulator/projects/P/locations/Z/nodes/N:set       body {state, health, ...}
+    POST   /_emulator/projects/P/locations/Z/queuedResources/Q:fail|suspend|provision
+           the request FAILS (body {message}), is SUSPENDED (nodes deleted), or gets capacity
+    POST   /_emulator/projects/P/locations/Z/queuedResources:failNext   the zone's next
+           request(s) FAIL once accepted (body {message, times})
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ from .model import Emulator
 
 _ADMIN_NODE = re.compile(
     r"^/_emulator/projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/nodes/(?P<n>[^/:]+):(?P<a>[a-z]+)$"
+)
+
+_ADMIN_QR = re.compile(
+    r"^/_emulator/projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/queuedResources(/(?P<q>[^/:]+))?"
+    r":(?P<a>[a-zA-Z]+)$"
 )
 
 
@@ -113,6 +122,10 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST" and match:
             node = emulator.admin_node(match["p"], match["z"], match["n"], match["a"], body)
             return 200, node
+        match = _ADMIN_QR.match(path)
+        if method == "POST" and match:
+            qr_id = match["q"] or "-"
+            return 200, emulator.admin_queued(match["p"], match["z"], qr_id, match["a"], body)
         raise errors.ApiError(404, f"no admin endpoint {method} {path}")
 
     def do_GET(self) -> None:
