@@ -21,8 +21,20 @@ description:
     C(tpu_pod_coordinator) (the inventory name of worker 0), C(tpu_pod_coordinator_ip) (its
     internal address), C(tpu_pod_hosts) and C(tpu_pod_ips) (every worker of the node, in
     worker order). Roles and playbooks read them through the C(cloudtpu.pod.pod) lookup.
+  - Multislice. The nodes of one queued resource with more than one node (or that the API marks
+    C(multisliceNode)) form one multislice job, each node a slice. Every host gets
+    C(tpu_queued_resource) (the request's short ID, empty for a node made without one),
+    C(tpu_slice_id) and C(tpu_num_slices), and the job's coordinator, worker 0 of slice 0, as
+    C(tpu_pod_job_coordinator) and C(tpu_pod_job_coordinator_ip); C(tpu_pod_hosts) and
+    C(tpu_pod_ips) stay the node's own. A single node is slice 0 of 1 and coordinates its job.
+  - The slice ID is the number the API puts at the end of a multislice node's ID
+    (C(<nodeIdPrefix>-<i>)); nodes whose IDs do not follow that rule are numbered in the order of
+    their IDs. The job is worked out from every node the API listed, before O(states) and the
+    other filters, so a filtered-out slice does not renumber the others.
   - Hosts are put in the groups C(tpu), C(tpu_node_<node>), C(tpu_type_<accelerator type>),
     C(tpu_zone_<zone>), C(tpu_gen_<generation>) and C(tpu_coordinator) (worker 0 of each node),
+    and the workers of a multislice job in C(tpu_multislice_<queued resource>) and
+    C(tpu_slice_<queued resource>_<slice id>),
     with every character other than letters, digits and underscores replaced by an underscore.
     O(compose), O(groups) and O(keyed_groups) add more.
   - Values that come from the API are marked unsafe, so they are never templated.
@@ -219,10 +231,10 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
     accelerator_facts,
     node_accelerator_type,
 )
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import pod_vars
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import job_vars, pod_vars
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import node_matches
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 HOSTNAME_FIELDS = ("node", "worker_id", "zone", "project", "accelerator_type", "generation")
 _GROUP_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -278,6 +290,8 @@ NODE_FIELDS = (
     "runtimeVersion",
     "labels",
     "schedulingConfig",
+    "queuedResource",
+    "multisliceNode",
 )
 
 
@@ -307,8 +321,12 @@ def node_hosts(
     hostname: str = "{node}-w{worker_id}",
     use_internal_ip: bool = False,
     wrap: Callable[[Any], Any] = _same,
+    job: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, dict[str, Any], list[str]]]:
     """One ``(host name, host variables, groups)`` per worker of a node JSON object.
+
+    ``job`` is the node's multislice job variables (module_utils/tpu_pod.py job_vars); without
+    it the node is slice 0 of 1 of its own job.
 
     Nothing here raises on odd input: unknown accelerator types give generation ``unknown``,
     missing addresses give empty strings. ``wrap`` is applied once to every variable value
@@ -370,9 +388,59 @@ def node_hosts(
     # returns the same for static inventories).
     shared = pod_vars((name, str(hv["tpu_internal_ip"] or "")) for name, hv, _groups in hosts)
     shared = {key: wrap(value) for key, value in shared.items()}
-    for _name, hostvars, _groups in hosts:
+    if job is None:
+        job = {
+            "tpu_queued_resource": queued_resource_id(node),
+            "tpu_slice_id": 0,
+            "tpu_num_slices": 1,
+            "tpu_pod_job_coordinator": shared.get("tpu_pod_coordinator", ""),
+            "tpu_pod_job_coordinator_ip": shared.get("tpu_pod_coordinator_ip", ""),
+        }
+    shared.update({key: wrap(value) for key, value in job.items()})
+    slice_groups = []
+    if int(job["tpu_num_slices"]) > 1:
+        qr_id = job["tpu_queued_resource"]
+        slice_groups = [
+            group_name("tpu_multislice_", qr_id),
+            group_name("tpu_slice_", f"{qr_id}_{job['tpu_slice_id']}"),
+        ]
+    for _name, hostvars, groups in hosts:
         hostvars.update(shared)
+        groups.extend(slice_groups)
     return hosts
+
+
+def queued_resource_id(node: Mapping[str, Any]) -> str:
+    """The short ID of the queued resource that requested a node ("" when none did)."""
+    return str(node.get("queuedResource") or "").rsplit("/", 1)[-1]
+
+
+def multislice_jobs(
+    data: Mapping[str, Any], hostname: str, use_internal_ip: bool
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """``{(project, node id): job variables}`` of every node in a multislice job, from every
+    node listed (filters are applied later, so they do not renumber the slices)."""
+    requests: dict[tuple[str, str], dict[str, list[tuple[str, str]]]] = {}
+    marked: set[tuple[str, str]] = set()
+    for project, result in sorted((data.get("projects") or {}).items()):
+        for node in result.get("nodes") or []:
+            queued = str(node.get("queuedResource") or "")
+            if not queued:
+                continue
+            node_id = parse_node_name(node.get("name"))[2]
+            members = [
+                (name, str(hv["tpu_internal_ip"] or ""))
+                for name, hv, _groups in node_hosts(node, project, hostname, use_internal_ip)
+            ]
+            requests.setdefault((project, queued), {})[node_id] = members
+            if node.get("multisliceNode") is True:
+                marked.add((project, queued))
+    jobs: dict[tuple[str, str], dict[str, Any]] = {}
+    for (project, queued), slices in requests.items():
+        if len(slices) > 1 or (project, queued) in marked:
+            for node_id, job in job_vars(queued.rsplit("/", 1)[-1], slices).items():
+                jobs[(project, node_id)] = job
+    return jobs
 
 
 def build_hosts(
@@ -394,6 +462,7 @@ def build_hosts(
     warnings: list[str] = []
     owner: dict[str, str] = {}
     node_places: dict[str, str] = {}
+    jobs = multislice_jobs(data, hostname, use_internal_ip)
     for project, result in sorted((data.get("projects") or {}).items()):
         nodes = sorted(result.get("nodes") or [], key=lambda n: str(n.get("name", "")))
         for node in nodes:
@@ -406,8 +475,9 @@ def build_hosts(
                     f"TPU node name {node_id} exists in {node_places[node_id]} and {place}; group "
                     f"{group_name('tpu_node_', node_id)} holds the workers of both."
                 )
+            job = jobs.get((project, node_id))
             for name, hostvars, groups in node_hosts(
-                node, project, hostname, use_internal_ip, wrap
+                node, project, hostname, use_internal_ip, wrap, job
             ):
                 where = f"{place}/{node_id} worker {hostvars['tpu_worker_id']}"
                 if name in owner:

@@ -19,7 +19,15 @@ description:
     C(tpu_internal_ip), else the default IPv4 address it reported in gathered facts, else
     C(ansible_host), else its inventory name.
   - Returns C(node), C(worker_id) (the host's place in C(hosts)), C(coordinator),
-    C(coordinator_ip), C(hosts) and C(ips).
+    C(coordinator_ip), C(hosts) and C(ips): the host's node, which is one slice of a
+    multislice job.
+  - And the host's multislice job, C(slice_id), C(num_slices), C(queued_resource),
+    C(job_coordinator) and C(job_coordinator_ip) (worker 0 of slice 0), from the inventory's
+    C(tpu_slice_id), C(tpu_num_slices), C(tpu_queued_resource), C(tpu_pod_job_coordinator) and
+    C(tpu_pod_job_coordinator_ip). A single node is slice 0 of 1 and coordinates its own job.
+  - A static inventory may set C(tpu_slice_id) and C(tpu_num_slices) (and
+    C(tpu_queued_resource) to tell two jobs apart) by hand; the job's coordinator is then the
+    first host of slice 0 with the same C(tpu_queued_resource). Wrong values are refused.
 options:
   _terms:
     description: Keys to return; without keys the whole mapping is returned.
@@ -40,6 +48,10 @@ EXAMPLES = r"""
 - name: The pod of another host
   ansible.builtin.debug:
     msg: "{{ lookup('cloudtpu.pod.pod', 'ips', host='pod-a-w0') }}"
+
+- name: Where this worker is in its multislice job
+  ansible.builtin.debug:
+    msg: "{{ lookup('cloudtpu.pod.pod', 'slice_id', 'num_slices', 'job_coordinator_ip') }}"
 """
 
 RETURN = r"""
@@ -52,19 +64,26 @@ from typing import Any
 
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import pod_of
-
-_HOST_KEYS = (
-    "tpu_node",
-    "tpu_worker_id",
-    "tpu_internal_ip",
-    "ansible_host",
-    "tpu_pod_coordinator",
-    "tpu_pod_coordinator_ip",
-    "tpu_pod_hosts",
-    "tpu_pod_ips",
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import (
+    JOB_VARS,
+    POD_VARS,
+    pod_of,
 )
-KEYS = ("node", "worker_id", "coordinator", "coordinator_ip", "hosts", "ips")
+
+_HOST_KEYS = ("tpu_node", "tpu_worker_id", "tpu_internal_ip", "ansible_host", *POD_VARS, *JOB_VARS)
+KEYS = (
+    "node",
+    "worker_id",
+    "coordinator",
+    "coordinator_ip",
+    "hosts",
+    "ips",
+    "slice_id",
+    "num_slices",
+    "queued_resource",
+    "job_coordinator",
+    "job_coordinator_ip",
+)
 
 
 class LookupModule(LookupBase):
@@ -80,7 +99,7 @@ class LookupModule(LookupBase):
             raise AnsibleError(f"cloudtpu.pod.pod: {host!r} is not a host of the inventory")
         wanted = list(dict.fromkeys([*candidates, host]))
         own = hostvars_all.get(host) or {}
-        published = all(own.get(k) for k in _HOST_KEYS[4:])
+        published = all(own.get(k) for k in POD_VARS) and own.get("tpu_pod_job_coordinator")
         views: dict[str, dict[str, Any]] = {}
         for name in [host] if published else wanted:
             source = hostvars_all.get(name) or {}
@@ -89,7 +108,10 @@ class LookupModule(LookupBase):
             default_ipv4 = (facts.get("default_ipv4") or {}).get("address")
             if default_ipv4:
                 views[name]["default_ipv4"] = str(default_ipv4)
-        pod = pod_of(host, views, wanted)
+        try:
+            pod = pod_of(host, views, wanted)
+        except ValueError as exc:
+            raise AnsibleError(f"cloudtpu.pod.pod: {exc}") from None
         if not terms:
             return [pod]
         unknown = [t for t in terms if t not in KEYS]

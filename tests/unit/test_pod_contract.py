@@ -34,6 +34,12 @@ def test_static_inventory_pod_is_grouped_by_node_and_ordered_by_worker_id() -> N
         "coordinator_ip": "10.0.0.2",
         "hosts": ["a-0", "a-1", "a-2"],
         "ips": ["10.0.0.2", "10.0.0.3", "a-2"],
+        # One node without slice variables: slice 0 of 1, coordinating its own job.
+        "slice_id": 0,
+        "num_slices": 1,
+        "queued_resource": "",
+        "job_coordinator": "a-0",
+        "job_coordinator_ip": "10.0.0.2",
     }
     assert pod_of("b-0", STATIC, list(STATIC))["hosts"] == ["b-0"]
 

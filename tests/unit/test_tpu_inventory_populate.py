@@ -30,6 +30,11 @@ HOSTVAR_KEYS = {
     "tpu_pod_coordinator_ip",
     "tpu_pod_hosts",
     "tpu_pod_ips",
+    "tpu_queued_resource",
+    "tpu_slice_id",
+    "tpu_num_slices",
+    "tpu_pod_job_coordinator",
+    "tpu_pod_job_coordinator_ip",
 }
 
 
@@ -91,6 +96,12 @@ def test_multi_host_node_gives_one_host_per_endpoint_with_every_variable() -> No
         "tpu_pod_coordinator_ip": "10.0.0.2",
         "tpu_pod_hosts": ["pod-a-w0", "pod-a-w1", "pod-a-w2", "pod-a-w3"],
         "tpu_pod_ips": ["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5"],
+        # Not made by a queued resource: slice 0 of 1, its own job's coordinator.
+        "tpu_queued_resource": "",
+        "tpu_slice_id": 0,
+        "tpu_num_slices": 1,
+        "tpu_pod_job_coordinator": "pod-a-w0",
+        "tpu_pod_job_coordinator_ip": "10.0.0.2",
     }
     assert groups == [
         "tpu",
