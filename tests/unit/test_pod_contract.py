@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import pod_of, pod_vars
 
 STATIC: dict[str, dict[str, Any]] = {
@@ -74,3 +75,87 @@ def test_a_static_hosts_gathered_address_comes_before_ansible_host() -> None:
     }
     pod = pod_of("c1", hostvars, ["c0", "c1"])
     assert pod["ips"] == ["172.20.0.2", "c1-container"]
+
+
+# -- multislice: hosts that set their slice by hand, or what the inventory published ----------
+
+SLICES: dict[str, dict[str, Any]] = {
+    "s1-w1": {"tpu_node": "s1", "tpu_worker_id": 1, "tpu_slice_id": "1", "tpu_num_slices": "2"},
+    "s1-w0": {"tpu_node": "s1", "tpu_worker_id": 0, "tpu_slice_id": 1, "tpu_num_slices": 2},
+    "s0-w1": {"tpu_node": "s0", "tpu_worker_id": 1, "tpu_slice_id": 0, "tpu_num_slices": 2},
+    "s0-w0": {
+        "tpu_node": "s0",
+        "tpu_worker_id": 0,
+        "tpu_slice_id": 0,
+        "tpu_num_slices": 2,
+        "tpu_internal_ip": "10.0.0.2",
+    },
+}
+
+
+def test_a_static_multislice_job_has_one_coordinator_and_per_slice_pods() -> None:
+    pod = pod_of("s1-w1", SLICES, list(SLICES))
+    assert (pod["coordinator"], pod["hosts"], pod["worker_id"]) == ("s1-w0", ["s1-w0", "s1-w1"], 1)
+    assert {
+        k: pod[k] for k in ("slice_id", "num_slices", "job_coordinator", "job_coordinator_ip")
+    } == {
+        "slice_id": 1,
+        "num_slices": 2,
+        "job_coordinator": "s0-w0",
+        "job_coordinator_ip": "10.0.0.2",
+    }
+    assert pod_of("s0-w1", SLICES, list(SLICES))["job_coordinator"] == "s0-w0"
+
+
+def test_two_static_jobs_are_told_apart_by_their_queued_resource() -> None:
+    hostvars = {
+        **{n: dict(v, tpu_queued_resource="a") for n, v in SLICES.items()},
+        "b0": {
+            "tpu_node": "b0",
+            "tpu_slice_id": 0,
+            "tpu_num_slices": 2,
+            "tpu_queued_resource": "b",
+        },
+        "b1": {
+            "tpu_node": "b1",
+            "tpu_slice_id": 1,
+            "tpu_num_slices": 2,
+            "tpu_queued_resource": "b",
+        },
+    }
+    assert pod_of("b1", hostvars, list(hostvars))["job_coordinator"] == "b0"
+    assert pod_of("s1-w0", hostvars, list(hostvars))["job_coordinator"] == "s0-w0"
+
+
+@pytest.mark.parametrize(
+    ("own", "message"),
+    [
+        ({"tpu_slice_id": 2, "tpu_num_slices": 2}, "tpu_slice_id is 2 and tpu_num_slices 2"),
+        ({"tpu_slice_id": 1}, "tpu_slice_id is 1 and tpu_num_slices 1"),
+        ({"tpu_slice_id": "one", "tpu_num_slices": 2}, "tpu_slice_id is 'one': not a whole"),
+        ({"tpu_num_slices": 0}, "tpu_num_slices 0"),
+        ({"tpu_slice_id": 1, "tpu_num_slices": 3}, "no host of that job has tpu_slice_id 0"),
+    ],
+)
+def test_wrong_slice_variables_are_refused(own: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        pod_of("h", {"h": {"tpu_node": "n", **own}}, ["h"])
+
+
+def test_published_job_variables_win() -> None:
+    own = {
+        "tpu_node": "ms-1",
+        **pod_vars([("ms-1-w0", "10.1.0.2")]),
+        "tpu_queued_resource": "ms",
+        "tpu_slice_id": 1,
+        "tpu_num_slices": 2,
+        "tpu_pod_job_coordinator": "ms-0-w0",
+        "tpu_pod_job_coordinator_ip": "10.0.0.2",
+    }
+    pod = pod_of("ms-1-w0", {"ms-1-w0": own}, ["ms-1-w0"])
+    assert (pod["coordinator"], pod["job_coordinator"], pod["job_coordinator_ip"]) == (
+        "ms-1-w0",
+        "ms-0-w0",
+        "10.0.0.2",
+    )
+    assert (pod["queued_resource"], pod["slice_id"], pod["num_slices"]) == ("ms", 1, 2)
