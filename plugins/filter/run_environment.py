@@ -25,10 +25,10 @@ description:
   - On a worker of a multislice job (C(num_slices) above 1) the run gets
     C(MEGASCALE_COORDINATOR_ADDRESS) (the job coordinator's address and I(megascale_port)),
     C(MEGASCALE_NUM_SLICES), C(MEGASCALE_SLICE_ID) and C(MEGASCALE_PORT), which libtpu reads to
-    join the slices, and C(JAX_COORDINATOR_ADDRESS), the same host on port 8476: the address
+    join the slices, and C(JAX_COORDINATOR_ADDRESS), the same host on port 8476, the address
     C(jax.distributed.initialize()) reads first, and the one JAX's own TPU detection derives from
     C(MEGASCALE_COORDINATOR_ADDRESS). JAX then numbers its processes slice by slice (worker id +
-    slice id x workers per slice). A single slice gets none of these: JAX finds its pod itself.
+    slice id x workers per slice). A single slice gets none of these (JAX finds its pod itself).
   - I(megascale_port) must be a port from 1 to 65535 other than 8476; C(tpu_run_env) may not set
     the variables computed here on a multislice worker (they would disagree with the other
     workers); wrong values are refused with a message that names them.

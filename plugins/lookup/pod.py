@@ -19,7 +19,7 @@ description:
     C(tpu_internal_ip), else the default IPv4 address it reported in gathered facts, else
     C(ansible_host), else its inventory name.
   - Returns C(node), C(worker_id) (the host's place in C(hosts)), C(coordinator),
-    C(coordinator_ip), C(hosts) and C(ips): the host's node, which is one slice of a
+    C(coordinator_ip), C(hosts) and C(ips), all of the host's node, which is one slice of a
     multislice job.
   - And the host's multislice job, C(slice_id), C(num_slices), C(queued_resource),
     C(job_coordinator) and C(job_coordinator_ip) (worker 0 of slice 0), from the inventory's
