@@ -1,0 +1,190 @@
+"""The decisions of playbooks/babysit.yml (plugins/filter/babysit.py): its options, which run it
+watches, what it does after each check and how long it backs off. The playbook itself runs
+against a demo pod with two preemptions in tests/journey/test_journey_babysit.py."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from ansible_collections.cloudtpu.pod.plugins.filter.babysit import (
+    ROUNDS,
+    babysit_backoff,
+    babysit_decide,
+    babysit_options,
+    babysit_pick,
+)
+
+OLD = "20261123T150000Z-aaaa"
+NEW = "20261123T160000Z-bbbb"
+ATTACHED = "20261123T170000Z-cccc"
+
+
+def record(run_id: str, host: str, detached: bool = True, cmd: str = "python train.py") -> str:
+    return json.dumps(
+        {
+            "run_id": run_id,
+            "host": host,
+            "cmd": cmd,
+            "detached": detached,
+            "pid": 42,
+            "started": 1,
+            "workdir": "/home/tpu/myproject",
+        }
+    )
+
+
+def test_options_defaults():
+    got = babysit_options({})
+    assert got["ok"], got
+    assert (got["max_recoveries"], got["interval"], got["backoff_max"]) == (3, 30, 600)
+    assert got["timeout"] == 7 * 86400 and got["run"] == ""
+    assert got["log_dir"] == os.path.abspath(".cache/babysit")
+
+
+def test_options_from_strings():
+    got = babysit_options(
+        {"max_recoveries": "2", "interval": "5", "timeout": "600", "run": NEW, "detach": "yes"}
+    )
+    assert got["ok"], got
+    assert (got["max_recoveries"], got["interval"], got["timeout"], got["run"]) == (2, 5, 600, NEW)
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ({"max_recoveries": str(ROUNDS)}, ["tpu_babysit_max_recoveries", str(ROUNDS), "0 to 5"]),
+        ({"max_recoveries": "many"}, ["tpu_babysit_max_recoveries", '"many"']),
+        ({"interval": "0"}, ["tpu_babysit_interval", '"0"']),
+        ({"timeout": True}, ["tpu_babysit_timeout", "not a number"]),
+        ({"run": "latest"}, ["tpu_babysit_run", "'latest'", "20261123T143000Z-ab12"]),
+        ({"cmd": "python x.py"}, ["takes no cmd"]),
+        ({"detach": "false"}, ["tpu_run_detach", "always detached"]),
+        ({"detach": "maybe"}, ["tpu_run_detach", "'maybe'"]),
+    ],
+)
+def test_options_refused(raw, words):
+    got = babysit_options(raw)
+    assert not got["ok"]
+    for word in words:
+        assert word in got["message"], got["message"]
+
+
+def test_options_every_problem_at_once():
+    got = babysit_options({"interval": "-1", "run": "x"})
+    assert len(got["errors"]) == 2, got
+
+
+def test_pick_newest_detached_run():
+    found = {
+        "w0": [record(OLD, "w0"), record(NEW, "w0"), record(ATTACHED, "w0", detached=False)],
+        "w1": "\n".join([record(OLD, "w1"), record(NEW, "w1"), "not json", "{}"]),
+    }
+    got = babysit_pick(found)
+    assert got["ok"], got
+    assert got["run_id"] == NEW and got["hosts"] == ["w0", "w1"]
+    assert (got["cmd"], got["workdir"], got["script"]) == (
+        "python train.py",
+        "/home/tpu/myproject",
+        "",
+    )
+
+
+def test_pick_requested_run_and_script():
+    found = {"w0": [record(OLD, "w0", cmd="script: train.sh"), record(NEW, "w0")]}
+    got = babysit_pick(found, OLD)
+    assert got["ok"] and got["run_id"] == OLD and got["script"] == "train.sh", got
+
+
+@pytest.mark.parametrize(
+    ("found", "requested", "words"),
+    [
+        ({"w0": []}, "", ["no detached run", "tpu_run_detach=true"]),
+        ({"w0": [record(ATTACHED, "w0", detached=False)]}, "", ["no detached run"]),
+        ({"w0": [record(ATTACHED, "w0", detached=False)]}, ATTACHED, ["not detached"]),
+        ({"w0": [record(NEW, "w0")]}, OLD, [OLD, "not recorded", NEW]),
+    ],
+)
+def test_pick_refused(found, requested, words):
+    got = babysit_pick(found, requested)
+    assert not got["ok"]
+    for word in words:
+        assert word in got["message"], got["message"]
+
+
+def facts(**change):
+    base = {
+        "nodes": [{"name": "pod", "state": "READY", "health": "HEALTHY"}],
+        "node_names": ["pod"],
+        "workers": {"w0": "", "w1": ""},
+        "recoveries": 0,
+        "max_recoveries": 3,
+        "now": 100,
+        "deadline": 1000,
+    }
+    base.update(change)
+    return base
+
+
+def test_decide_done():
+    got = babysit_decide(facts(workers={"w0": "0\n", "w1": "0"}))
+    assert got["action"] == "done", got
+    assert "w0 rc 0, w1 rc 0" in got["message"]
+
+
+def test_decide_failed_run_reports_exit_codes():
+    got = babysit_decide(facts(workers={"w0": "0", "w1": "7"}))
+    assert got["action"] == "failed" and "w1 rc 7" in got["message"], got
+
+
+def test_decide_waits_while_a_worker_has_no_exit_code():
+    got = babysit_decide(facts(workers={"w0": "0", "w1": ""}))
+    assert got["action"] == "wait" and "w1" in got["message"], got
+
+
+@pytest.mark.parametrize(
+    ("state", "health"),
+    [("PREEMPTED", None), ("TERMINATED", None), ("READY", "UNHEALTHY_TENSORFLOW")],
+)
+def test_decide_recovers_a_lost_node_even_after_exit_codes(state, health):
+    # a preempted VM's processes get SIGTERM: the run may have written an exit code first
+    lost = {"name": "pod", "state": state, "health": health}
+    got = babysit_decide(facts(nodes=[lost], workers={"w0": "143", "w1": ""}, recoveries=2))
+    assert got["action"] == "recover" and got["nodes"] == ["pod"], got
+    assert "recovery 3" in got["message"]
+
+
+def test_decide_gives_up_after_the_last_recovery():
+    lost = {"name": "pod", "state": "PREEMPTED"}
+    got = babysit_decide(facts(nodes=[lost], recoveries=3))
+    assert got["action"] == "give_up" and "3 of 3" in got["message"], got
+
+
+def test_decide_gives_up_on_a_node_the_api_no_longer_has():
+    got = babysit_decide(facts(nodes=[]))
+    assert got["action"] == "give_up" and "gone from the API" in got["message"], got
+
+
+def test_decide_follows_recover_states_and_health():
+    maintenance = {"name": "pod", "state": "READY", "health": "UNHEALTHY_MAINTENANCE"}
+    assert babysit_decide(facts(nodes=[maintenance]))["action"] == "wait"
+    got = babysit_decide(facts(nodes=[maintenance]), None, "UNHEALTHY_MAINTENANCE,TIMEOUT")
+    assert got["action"] == "recover", got
+    stopped = {"name": "pod", "state": "STOPPED"}
+    assert babysit_decide(facts(nodes=[stopped]), ["STOPPED"])["action"] == "recover"
+
+
+def test_decide_times_out():
+    got = babysit_decide(facts(now=1000, deadline=1000))
+    assert got["action"] == "timeout", got
+    # an end seen at the deadline still counts
+    assert babysit_decide(facts(now=2000, workers={"w0": "0", "w1": "0"}))["action"] == "done"
+
+
+@pytest.mark.parametrize(
+    ("attempt", "expected"),
+    [(0, 0), (1, 0), (2, 30), (3, 60), (4, 120), (10, 600), ("3", 60)],
+)
+def test_backoff(attempt, expected):
+    assert babysit_backoff(attempt, 30, 600) == expected
