@@ -184,3 +184,44 @@ class Progress:
     def ended(self, word: str, reason: str = "") -> None:
         if self.attempts:
             self.attempts[-1].update(state=word, reason=reason)
+
+
+PROVISION_METHODS = ("auto", "node", "queued_resource")
+
+
+def provision_plan(method: Any, tier: Any, reservation: Any = "") -> dict[str, str]:
+    """How provision.yml asks for capacity: ``{method, why, problem}``.
+
+    ``auto`` takes a queued resource where the capacity calls for one (spot, guaranteed,
+    flex-start or a reservation: the service queues such requests and fulfils them when capacity
+    is free) and a plain node for on-demand capacity (created at once or refused). ``problem``
+    is one sentence when the inputs cannot work together, else ''.
+    """
+    method = str(method or "auto").strip().lower()
+    tier = str(tier or "on_demand").strip().lower()
+    reservation = str(reservation or "").strip()
+    plan = {"method": method, "why": "", "problem": ""}
+    if method not in PROVISION_METHODS:
+        plan["problem"] = (
+            f"tpu_provision_method is {method!r}; allowed: {', '.join(PROVISION_METHODS)}."
+        )
+        return plan
+    if tier not in TIERS:
+        plan["problem"] = f"tpu_provision_tier is {tier!r}; allowed: {', '.join(TIERS)}."
+        return plan
+    queued_for = tier if tier != "on_demand" else ("reservation" if reservation else "")
+    if method == "auto":
+        plan["method"] = "queued_resource" if queued_for else "node"
+        plan["why"] = (
+            f"{queued_for} capacity is requested through a queued resource"
+            if queued_for
+            else "on-demand capacity is created as plain nodes"
+        )
+    else:
+        plan["why"] = f"tpu_provision_method is {method}"
+    if plan["method"] == "node" and (tier in ("guaranteed", "flex_start") or reservation):
+        plan["problem"] = (
+            f"tpu_provision_tier {tier}{' with a reservation' if reservation else ''} needs a "
+            "queued resource; set tpu_provision_method to auto or queued_resource."
+        )
+    return plan

@@ -72,6 +72,8 @@ BAD_PROVISION = [
     ("tpu_provision_accelerator_type", "tpu-big", "tpu-big"),
     ("tpu_provision_method", "magic", "magic"),
     ("tpu_provision_spot", "maybe", "maybe"),
+    ("tpu_provision_tier", "cheap", "cheap"),
+    ("tpu_provision_requeue_tries", "lots", "lots"),
     ("tpu_provision_labels", "team=vision", "team=vision"),
     ("tpu_provision_ssh_user", "Root User", "Root User"),
     ("tpu_provision_ssh_public_key", "not-a-key", "not-a-key"),
@@ -132,7 +134,6 @@ def test_queued_resource_provision_is_idempotent_and_teardown_removes_it(
     values = {
         "tpu_provision_name": "ms",
         "tpu_provision_count": 2,
-        "tpu_provision_method": "queued_resource",
         "tpu_provision_spot": True,
         "tpu_provision_accelerator_type": "v4-8",
         "tpu_provision_metadata": {"ssh-keys": "ana:ssh-ed25519 AAAAana ana"},
@@ -140,6 +141,8 @@ def test_queued_resource_provision_is_idempotent_and_teardown_removes_it(
     first = playbook("provision.yml", env, *with_base(**values))
     assert first.returncode == 0, first.tail()
     assert first.recap()["localhost"]["changed"] >= 1
+    # spot capacity goes through a queued resource unless a method is named
+    assert "spot capacity is requested through a queued resource" in first.output, first.tail()
     nodes = {name: emulator.node(name) for name in ("ms-0", "ms-1")}
     assert all(n and n["state"] == "READY" for n in nodes.values()), nodes
     assert all(n["schedulingConfig"].get("spot") for n in nodes.values()), nodes
@@ -184,6 +187,7 @@ def test_recover_recreates_a_preempted_node_with_its_spec(
 ) -> None:
     values = {
         "tpu_provision_name": "pod-a",
+        "tpu_provision_method": "node",
         "tpu_provision_spot": True,
         "tpu_provision_labels": {"team": "vision"},
         "tpu_provision_metadata": {"startup-script": "echo hi"},
@@ -202,3 +206,13 @@ def test_recover_recreates_a_preempted_node_with_its_spec(
         assert after[key] == before[key], (key, before[key], after[key])
     assert after["networkConfig"]["enableExternalIps"] is True
     assert inventory(env)["tpu_node_pod_a"]["hosts"] == ["pod-a-w0", "pod-a-w1"]
+
+
+def test_node_method_cannot_give_guaranteed_capacity(
+    emulator: EmulatorCli, env: dict[str, str]
+) -> None:
+    values = {"tpu_provision_name": "pod-a", "tpu_provision_method": "node"}
+    result = playbook("provision.yml", env, *with_base(tpu_provision_tier="guaranteed", **values))
+    assert result.returncode != 0
+    assert "needs a queued resource" in result.output, result.tail()
+    assert emulator.mutating_calls() == {}, emulator.mutating_calls()

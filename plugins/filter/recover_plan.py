@@ -1,0 +1,71 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""What recover.yml does with each node it is given."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_recover import recover_plan
+
+DOCUMENTATION = r"""
+name: recover_plan
+author: cloudtpu.pod maintainers
+version_added: 0.3.0
+short_description: What recover.yml does with each node
+description:
+  - For each node (as M(cloudtpu.pod.tpu_node_info) returns it), one entry with C(action)
+    V(recreate) (a lost plain node, created again from its spec), V(requeue) (a lost node a
+    queued resource owns, whose request is deleted and created again with its spec),
+    V(maintenance) (READY under a maintenance event, waited for, then bootstrapped) or
+    V(rebootstrap) (READY with rebooted workers, bootstrapped), or a C(problem) saying why the
+    node does not need recovering.
+positional: states, health, force, rebooted
+options:
+  _input:
+    description: Node summaries.
+    type: list
+    elements: dict
+    required: true
+  states:
+    description: Node states that count as lost.
+    type: list
+    elements: str
+    required: true
+  health:
+    description: Health values of a READY node that count as lost.
+    type: list
+    elements: str
+    required: true
+  force:
+    description: Every node counts as lost.
+    type: bool
+    default: false
+  rebooted:
+    description: A READY HEALTHY node counts as back from maintenance with rebooted workers.
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: The plan
+  ansible.builtin.debug:
+    msg: >-
+      {{ nodes | cloudtpu.pod.recover_plan(['PREEMPTED'], ['TIMEOUT'])
+         | map(attribute='action') | list }}
+"""
+
+RETURN = r"""
+_value:
+  description: One dict per node with C(name), C(action), C(queued_resource), C(problem) and
+    C(node) (the summary given).
+  type: list
+  elements: dict
+"""
+
+
+class FilterModule:
+    """cloudtpu.pod.recover_plan."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"recover_plan": recover_plan}
