@@ -159,3 +159,38 @@ def test_published_job_variables_win() -> None:
         "10.0.0.2",
     )
     assert (pod["queued_resource"], pod["slice_id"], pod["num_slices"]) == ("ms", 1, 2)
+
+
+# -- the lookup over the contract --------------------------------------------------------------
+
+
+class _Templar:
+    def template(self, value: Any) -> Any:
+        return value
+
+
+def lookup(terms: list[str], variables: dict[str, Any], **kwargs: Any) -> list[Any]:
+    from ansible_collections.cloudtpu.pod.plugins.lookup.pod import LookupModule
+
+    module = LookupModule()
+    module._templar = _Templar()  # what Ansible gives a lookup; values here are plain
+    return module.run(terms, variables, **kwargs)
+
+
+def test_the_lookup_returns_the_job_of_a_static_host() -> None:
+    variables = {"inventory_hostname": "s1-w1", "groups": {"tpu": list(SLICES)}, "hostvars": SLICES}
+    assert lookup(["slice_id", "num_slices", "job_coordinator", "coordinator"], variables) == [
+        1,
+        2,
+        "s0-w0",
+        "s1-w0",
+    ]
+
+
+def test_the_lookup_names_a_wrong_slice_variable() -> None:
+    from ansible.errors import AnsibleError
+
+    hostvars = {"h": {"tpu_node": "n", "tpu_slice_id": 3, "tpu_num_slices": 2}}
+    variables = {"inventory_hostname": "h", "groups": {"tpu": ["h"]}, "hostvars": hostvars}
+    with pytest.raises(AnsibleError, match=r"cloudtpu\.pod\.pod: h: tpu_slice_id is 3"):
+        lookup([], variables)
