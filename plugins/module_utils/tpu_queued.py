@@ -218,7 +218,10 @@ def provision_plan(method: Any, tier: Any, reservation: Any = "") -> dict[str, s
             else "on-demand capacity is created as plain nodes"
         )
     else:
-        plan["why"] = f"tpu_provision_method is {method}"
+        how = "a queued resource" if method == "queued_resource" else "plain nodes"
+        plan["why"] = (
+            f"{tier} capacity is requested through {how}: tpu_provision_method is {method}"
+        )
     if plan["method"] == "node" and (tier in ("guaranteed", "flex_start") or reservation):
         plan["problem"] = (
             f"tpu_provision_tier {tier}{' with a reservation' if reservation else ''} needs a "
