@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -58,12 +59,12 @@ OTHER_ARGS = "-o StrictHostKeyChecking=accept-new -o ServerAliveInterval=30"
 
 
 def plan(hosts: list[int], mitogen: bool) -> list[dict[str, Any]]:
-    """The cells: the project's settings at every host count, then one setting changed at a
-    time (ControlPersist, pipelining, forks, mitogen), fewest hosts first."""
+    """The cells, fewest hosts first; at each count the project's settings, then one setting
+    changed at a time (ControlPersist, mitogen, pipelining, forks)."""
     base = {"forks": 64, "persist": True, "pipelining": True, "strategy": "linear"}
     variants: list[tuple[str, dict[str, Any]]] = [
-        ("noop", {}),
         ("adhoc", {}),
+        ("noop", {}),
         ("noop", {"persist": False}),
         ("adhoc", {"persist": False}),
         ("noop", {"pipelining": False}),
@@ -75,10 +76,9 @@ def plan(hosts: list[int], mitogen: bool) -> list[dict[str, Any]]:
             ("noop", {"strategy": "mitogen_linear"}),
             ("adhoc", {"strategy": "mitogen_linear"}),
         ]
-    # the project's settings at every count first: the growth figures come before the variants
-    cells = [{**base, "kind": kind, "hosts": count} for count in hosts for kind, _ in variants[:2]]
+    cells = []
     for count in hosts:
-        for kind, change in variants[2:]:
+        for kind, change in variants:
             if change.get("forks", 0) >= count:
                 continue  # as many forks as hosts or more: the same as the project's setting
             cells.append({**base, **change, "kind": kind, "hosts": count})
@@ -198,17 +198,24 @@ def tree_rss(root: int) -> int:
     return total
 
 
-def measure(argv: list[str], env: dict[str, str], logfile: Path) -> dict[str, Any]:
+def measure(argv: list[str], env: dict[str, str], logfile: Path, limit: float) -> dict[str, Any]:
+    """Run argv; stop its whole process group after limit seconds (then timed_out is true)."""
     logfile.parent.mkdir(parents=True, exist_ok=True)
     with logfile.open("w", encoding="utf-8") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         peak = [0]
         done = threading.Event()
+        timed_out = threading.Event()
 
         def sample() -> None:
             while not done.wait(0.2):
                 peak[0] = max(peak[0], tree_rss(proc.pid))
+                if time.perf_counter() - start > limit and not timed_out.is_set():
+                    timed_out.set()
+                    os.killpg(proc.pid, signal.SIGTERM)
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -223,6 +230,7 @@ def measure(argv: list[str], env: dict[str, str], logfile: Path) -> dict[str, An
         "max_rss_mb": usage.ru_maxrss / 1024,
         "tree_rss_mb": peak[0] / 2**20,
         "rc": proc.returncode,
+        "timed_out": timed_out.is_set(),
     }
 
 
@@ -243,7 +251,12 @@ def close_masters(sockets: Path) -> None:
 
 
 def run_cell(
-    cell: dict[str, Any], work: Path, ips: list[str], strategies: Path | None, index: int
+    cell: dict[str, Any],
+    work: Path,
+    ips: list[str],
+    strategies: Path | None,
+    index: int,
+    limit: float = 3600,
 ) -> dict[str, Any]:
     sockets = Path(tempfile.mkdtemp(prefix="bsc", dir="/tmp"))
     inv = work / f"inventory-{cell['hosts']}.yml"
@@ -255,7 +268,7 @@ def run_cell(
     else:
         argv = ["ansible", "all", "-i", str(inv), "-m", "ansible.builtin.command", "-a", "uname -r"]
     logfile = work / "logs" / f"{index:02d}-{cell['kind']}-{cell['hosts']}.log"
-    row = {**cell, **measure(argv, env, logfile)}
+    row = {**cell, **measure(argv, env, logfile, limit)}
     close_masters(sockets)
     text = logfile.read_text(encoding="utf-8")
     if cell["kind"] == "noop":
@@ -275,11 +288,13 @@ def run_cell(
     return row
 
 
-def write(result: dict[str, Any], rows: list[dict[str, Any]], markdown: str | None) -> str:
+def write(
+    result: dict[str, Any], rows: list[dict[str, Any]], markdown: str | None, path: Path
+) -> str:
     """Results so far: JSON, charts and the BENCHMARKS.md section (after every cell)."""
     result.update(rows=rows, cells=report.summarize(rows), load_after=round(os.getloadavg()[0], 1))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     FIGURES.mkdir(parents=True, exist_ok=True)
     for kind in report.KINDS:
         chart = report.svg_chart(result["cells"], kind)
@@ -298,7 +313,10 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=15, help="minutes; no cell starts after")
     parser.add_argument("--no-mitogen", action="store_true")
     parser.add_argument("--markdown", help="replace the bench-scale section of this file")
+    parser.add_argument("--json", type=Path, default=RESULTS, help="raw rows (and charts)")
+    parser.add_argument("--append", action="store_true", help="add to the rows of --json")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # containers go in finally
 
     strategies = None if args.no_mitogen else mitogen_strategies()
     cells = plan(sorted(args.hosts), not args.no_mitogen) * args.repeat
@@ -312,6 +330,11 @@ def main() -> int:
         "skipped": [],
     }
     rows: list[dict[str, Any]] = []
+    if args.append and args.json.exists():
+        earlier = json.loads(args.json.read_text(encoding="utf-8"))
+        rows = earlier["rows"]
+        result["load_before"] = earlier["load_before"]
+        result["skipped"] = earlier.get("skipped", [])
     deadline = time.monotonic() + args.budget * 60
     workers = Workers(args.containers, work)
     try:
@@ -327,14 +350,15 @@ def main() -> int:
         run_cell(warm, work, workers.ips, None, 0)  # accepts the host keys once
         for index, cell in enumerate(cells, 1):
             if time.monotonic() > deadline:
-                result["skipped"] = cells[index - 1 :]
+                result["skipped"] += cells[index - 1 :]
                 log(f"time budget spent: {len(cells) - index + 1} cells not run")
                 break
-            rows.append(run_cell(cell, work, workers.ips, strategies, index))
-            write(result, rows, args.markdown)
+            limit = deadline - time.monotonic()
+            rows.append(run_cell(cell, work, workers.ips, strategies, index, limit))
+            write(result, rows, args.markdown, args.json)
     finally:
         workers.close()
-    print(write(result, rows, args.markdown))
+    print(write(result, rows, args.markdown, args.json))
     shutil.rmtree(work, ignore_errors=True)
     return 0 if rows and all(r["rc"] == 0 for r in rows) else 1
 

@@ -111,3 +111,20 @@ def test_replace_section_replaces_between_marks_or_appends(tmp_path: Path):
     text = doc.read_text(encoding="utf-8")
     assert "one" not in text and "<!-- a:start -->\ntwo\n<!-- a:end -->" in text
     assert text.endswith("\nafter\n")
+
+
+def test_a_cell_stopped_by_the_time_budget_says_so():
+    stopped = {**row("noop", 256, 900.0, 400.0, rc=-15), "timed_out": True}
+    result = {
+        "containers": 3,
+        "repeat": 1,
+        "machine": "m",
+        "load_before": 1,
+        "load_after": 1,
+        "cells": report.summarize([stopped]),
+        "skipped": [row("adhoc", 256, 0, 0)],
+    }
+    text = report.markdown(result)
+    assert "converged no-op playbook (stopped: the time budget ran out) | 256 |" in text
+    assert "| - s | - s | - s |" in text
+    assert "Not run (the time budget was spent): one-off command, 256 hosts, forks 64" in text
