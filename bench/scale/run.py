@@ -67,15 +67,13 @@ def plan(hosts: list[int], mitogen: bool) -> list[dict[str, Any]]:
         ("noop", {}),
         ("noop", {"persist": False}),
         ("adhoc", {"persist": False}),
-        ("noop", {"pipelining": False}),
-        ("noop", {"forks": 5}),
-        ("noop", {"forks": 25}),
     ]
     if mitogen:
         variants += [
             ("noop", {"strategy": "mitogen_linear"}),
             ("adhoc", {"strategy": "mitogen_linear"}),
         ]
+    variants += [("noop", {"pipelining": False}), ("noop", {"forks": 5}), ("noop", {"forks": 25})]
     cells = []
     for count in hosts:
         for kind, change in variants:

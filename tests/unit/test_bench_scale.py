@@ -128,3 +128,18 @@ def test_a_cell_stopped_by_the_time_budget_says_so():
     assert "converged no-op playbook (stopped: the time budget ran out) | 256 |" in text
     assert "| - s | - s | - s |" in text
     assert "Not run (the time budget was spent): one-off command, 256 hosts, forks 64" in text
+
+
+def test_plan_changes_one_setting_at_a_time_and_skips_forks_at_or_above_the_hosts():
+    from bench.scale.run import plan
+
+    cells = plan([8, 64], mitogen=True)
+    assert [c["hosts"] for c in cells] == sorted(c["hosts"] for c in cells)
+    assert cells[0] == {**BASE, "kind": "adhoc", "hosts": 8}
+    eight = [c for c in cells if c["hosts"] == 8]
+    assert {c["forks"] for c in eight} == {64, 5}
+    for cell in cells:
+        changed = [k for k in BASE if cell[k] != BASE[k]]
+        assert len(changed) <= 1
+    assert {c["forks"] for c in cells if c["hosts"] == 64} == {64, 5, 25}
+    assert not [c for c in plan([8], mitogen=False) if c["strategy"] != "linear"]
