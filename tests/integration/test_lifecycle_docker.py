@@ -4,12 +4,13 @@ on (a fresh known_hosts file, StrictHostKeyChecking=accept-new).
 
 provision a v4-16 (two workers) -> provision again (changed=0) -> add a user's key to the
 ssh-keys metadata (patched in place, the running workers accept it) -> the inventory shows both
-workers -> ansible reaches both as the login user, with sudo -> the node is preempted (containers
-stopped) -> recover.yml recreates it and waits for SSH as the login user (the bootstrap after
-recovery is tested in test_lifecycle_day_two.py; tpu_recover_bootstrap=false keeps this short) ->
-the new workers answer -> a maintenance event restarts them (addresses read again) ->
-teardown.yml refuses without confirmation, then removes the containers
-and the node's network.
+workers -> ansible reaches both as the login user, with sudo -> a maintenance event restarts
+them (addresses read again) -> teardown.yml refuses without confirmation, then removes the
+containers and the node's network.
+
+A preemption and recover.yml on Docker workers are the README journey's steps (preempt, recover,
+run-again in tests/journey/test_journey.py) and test_lifecycle_day_two.py's (recover as the login
+user): not repeated here.
 
 Skipped, with the reason printed, only when no Docker daemon answers.
 """
@@ -136,7 +137,7 @@ def ssh(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-def test_provision_preempt_recover_teardown(emulator: EmulatorCli, ssh: dict[str, Path]) -> None:
+def test_provision_maintenance_teardown(emulator: EmulatorCli, ssh: dict[str, Path]) -> None:
     started = time.monotonic()
     known_hosts = ssh["known_hosts"]
     pub = ssh["pub"].read_text().strip()
@@ -164,10 +165,6 @@ def test_provision_preempt_recover_teardown(emulator: EmulatorCli, ssh: dict[str
             "tpu_provision_known_hosts": str(known_hosts),
             "tpu_provision_poll_interval": 0.5,
             "tpu_provision_ssh_timeout": 180,
-            "tpu_recover_known_hosts": str(known_hosts),
-            "tpu_recover_poll_interval": 0.5,
-            "tpu_recover_ssh_timeout": 180,
-            "tpu_recover_bootstrap": "false",
             "tpu_ssh_config_record": str(ssh["tmp"] / "ssh_config_record.json"),
             "tpu_teardown_poll_interval": 0.5,
         }
@@ -282,52 +279,9 @@ def test_provision_preempt_recover_teardown(emulator: EmulatorCli, ssh: dict[str
         )
         assert found.returncode == 0, f"no host key for {ip} in {known_hosts.read_text()}"
 
-    # preemption: the node is PREEMPTED, its containers are stopped, the hosts leave the
-    # inventory (it keeps READY nodes only).
-    emulator.admin("POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:preempt")
-    assert emulator.node(NODE)["state"] == "PREEMPTED"
-    stopped = containers()
-    assert all(c["state"] == "exited" for c in stopped.values()), stopped
-    assert GROUP not in inventory(env)
-
-    # recover: delete + create with the same spec (new containers, new host keys, probably the
-    # same addresses), wait for SSH, then site.yml limited to the node.
-    recovered = step(
-        "recover", playbook("recover.yml", env, *variables, "-e", f"tpu_recover_nodes={NODE}")
-    )
-    assert recovered.returncode == 0, recovered.tail(100)
-    # The SSH wait reached both new workers; the bootstrap is off here (test_lifecycle_day_two.py
-    # runs it) and there is no SSH config to refresh.
-    recap = recovered.recap()
-    assert all(recap[w]["ok"] >= 1 and recap[w]["failed"] == 0 for w in WORKERS), recap
-    assert "nothing to refresh" in recovered.stdout, recovered.tail(40)
-    assert emulator.node(NODE)["state"] == "READY"
-    renewed = containers(all_states=False)
-    assert len(renewed) == 2, renewed
-    print(f"addresses before {addresses}, after {sorted(c['ip'] for c in renewed.values())}")
-    old_ids = {c["id"] for c in stopped.values()}
-    assert not old_ids & {c["id"] for c in renewed.values()}, "the old containers came back"
-    again = step(
-        "ansible ping after recover",
-        run(
-            [
-                str(BIN / "ansible"),
-                "-i",
-                "inventories/demo",
-                GROUP,
-                "-u",
-                "tpu",
-                "-m",
-                "ansible.builtin.ping",
-            ],
-            env,
-            300,
-        ),
-    )
-    assert again.returncode == 0 and again.stdout.count('"ping": "pong"') == 2, again.tail()
-
     # a maintenance event restarts the workers; the API reports unhealthy, then healthy with the
     # addresses read again, and the inventory still leads to both workers.
+    renewed = containers(all_states=False)
     booted = {n: docker("inspect", "--format", "{{.State.StartedAt}}", n) for n in renewed}
     node = emulator.admin("POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:maintenance")
     assert node["health"] == "UNHEALTHY_MAINTENANCE", node
