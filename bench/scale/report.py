@@ -35,7 +35,9 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         entry = {k: first[k] for k in ("kind", "hosts", *SETTING_KEYS)}
         entry["runs"] = len(runs)
         entry["failed_runs"] = len(runs) - len(good)
-        entry["timed_out"] = any(r.get("timed_out") for r in runs)
+        stopped = [r["wall"] for r in runs if r.get("timed_out")]
+        entry["timed_out"] = bool(stopped)
+        entry["stopped_after"] = max(stopped) if stopped else None
         for metric in ("wall", "cpu", "tree_rss_mb", "max_rss_mb"):
             values = [r[metric] for r in good]
             entry[metric] = statistics.median(values) if values else None
@@ -78,11 +80,13 @@ def markdown(result: dict[str, Any]) -> str:
     for c in cells:
         per_host = None if c["cpu"] is None else c["cpu"] / c["hosts"]
         failed = f" ({c['failed_runs']} of {c['runs']} failed)" if c["failed_runs"] else ""
+        wall = f"{_num(c['wall'])} s"
         if c.get("timed_out"):
             failed = " (stopped: the time budget ran out)"
+            wall = f"over {c['stopped_after']:.0f} s"
         lines.append(
             f"| {KINDS[c['kind']]}{failed} | {c['hosts']} | {setting_label(c)} | "
-            f"{_num(c['wall'])} s | {_num(c['cpu'])} s | {_num(per_host, 2)} s | "
+            f"{wall} | {_num(c['cpu'])} s | {_num(per_host, 2)} s | "
             f"{_num(c['tree_rss_mb'], 0)} MB | {_num(c['max_rss_mb'], 0)} MB |"
         )
     lines += ["", "Growth with the number of hosts (value at N hosts / value at the fewest):", ""]
