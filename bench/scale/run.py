@@ -256,6 +256,7 @@ def run_cell(
     index: int,
     limit: float = 3600,
 ) -> dict[str, Any]:
+    # short: a ControlPath is a unix socket path, at most about 100 characters
     sockets = Path(tempfile.mkdtemp(prefix="bsc", dir="/tmp"))
     inv = work / f"inventory-{cell['hosts']}.yml"
     inventory(ips, cell["hosts"], sockets, inv)
