@@ -281,6 +281,7 @@ def test_option_defaults_pass() -> None:
         "request_timeout": 60.0,
         "page_size": 100,
         "retry_backoff": 1.0,
+        "requeue_tries": 0,
         "name": "anything else is not looked at",
     }
     assert option_problems(defaults) == []
