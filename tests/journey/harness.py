@@ -323,15 +323,16 @@ class Journey:
 
 
 @contextmanager
-def journey_pod(name: str = "", **options: Any) -> Iterator[Journey]:
+def journey_pod(name: str = "", project: bool = True, **options: Any) -> Iterator[Journey]:
     """One journey from a clean start to a clean end: skipped (saying why) without Docker; a
     pod left by an earlier stopped run is stopped first, as a fresh clone would not have it;
-    whatever the steps leave is taken down at the end and the step timings printed."""
+    whatever the steps leave is taken down at the end and the step timings printed. ``project``:
+    the journey's steps make ./myproject (it must not exist before and is removed after)."""
     reason = docker_unavailable()
     if reason:
         print(f"SKIPPED the README journey {name or 'Day two'}: {reason}")
         pytest.skip(reason)
-    if PROJECT_DIR.exists():
+    if project and PROJECT_DIR.exists():
         pytest.fail(
             f"{PROJECT_DIR} exists: the README's sync step creates ./myproject; move it away "
             "(a journey stopped before its end leaves it behind)"
@@ -349,7 +350,8 @@ def journey_pod(name: str = "", **options: Any) -> Iterator[Journey]:
         torn_down = any(r.name == "teardown" and r.returncode == 0 for r in state.runs.values())
         if not torn_down or any(state.leftovers().values()):
             print(f"journey clean-up: {state.down()}")
-        subprocess.run(["rm", "-rf", str(PROJECT_DIR)], check=False)
+        if project:
+            subprocess.run(["rm", "-rf", str(PROJECT_DIR)], check=False)
         timings = state.timings()
         state.log_dir.mkdir(parents=True, exist_ok=True)
         (state.log_dir / "timings.txt").write_text(timings + "\n", encoding="utf-8")

@@ -1,7 +1,8 @@
 """The README's "Queued resources" journey, run as a user runs it: the emulator alone, a spot
 node requested through a queued resource (the default for spot capacity), a flex-start request
 whose first attempt FAILS (the emulator is told to fail the zone's next request) and is
-re-queued, and the teardown that deletes both requests with their nodes. One-worker nodes
+re-queued, v5e, v5p and v6e nodes with their generation's image and a mismatched pair refused,
+and the teardown that deletes both requests with their nodes. One-worker nodes
 (v4-8) and no site.yml: what is checked is the emulator's state and what provision reports."""
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from tests.journey.harness import Journey, journey_pod, ok
 
 pytestmark = pytest.mark.journey_step
 
-STEPS = ("up", "spot", "flex-requeue", "teardown")
+STEPS = ("up", "spot", "flex-requeue", "generations", "mismatch", "teardown")
 
 
 @pytest.fixture(scope="module")
 def journey() -> Iterator[Journey]:
-    with journey_pod("queued", steps=STEPS, before_env=(), node_id="qspot") as state:
+    with journey_pod("queued", project=False, steps=STEPS, before_env=(), node_id="qspot") as state:
         yield state
 
 
@@ -58,6 +59,32 @@ def test_flex_requeue(journey: Journey) -> None:
     node = journey.node("qflex")
     assert node["state"] == "READY", node
     assert node["schedulingConfig"].get("provisioningModel") == "FLEX_START", node
+
+
+# The image each generation gets by default, as the public docs name them; the emulator keeps
+# its own table and refuses other pairs, so a wrong client table could not pass this step.
+IMAGES = {
+    "gen-v5litepod": "v2-alpha-tpuv5-lite",
+    "gen-v5p": "v2-alpha-tpuv5",
+    "gen-v6e": "v2-alpha-tpuv6e",
+}
+
+
+def test_generations(journey: Journey) -> None:
+    run = ok(journey.run("generations", timeout=600))
+    for name, image in IMAGES.items():
+        node = journey.node(name)
+        assert node["state"] == "READY", node
+        assert node["runtimeVersion"] == image, f"{name}: {node['runtimeVersion']}\n{run.tail()}"
+        assert "queuedResource" not in node, f"on-demand {name} went through a queued resource"
+
+
+def test_mismatch(journey: Journey) -> None:
+    run = ok(journey.run("mismatch", timeout=300))
+    assert "refused, as it should be" in run.stdout, run.tail()
+    assert "INVALID_ARGUMENT" in run.output and "tpu-ubuntu2204-base" in run.output, run.tail()
+    names = [n["name"].rsplit("/", 1)[-1] for n in journey.zone()["nodes"]]
+    assert "gen-wrong" not in names, names
 
 
 def test_teardown(journey: Journey) -> None:
