@@ -68,6 +68,15 @@ def test_demo_up(journey: Journey) -> None:
     assert all(c["state"] == "running" for c in containers.values()), containers
     assert journey.node()["state"] == "READY"
     assert (DEMO_DIR / "ssh_config").is_file()
+    # The mission's default on every worker: the login user's Python 3.10 venv with JAX in it.
+    probe = (
+        "import sys, jax; print('python %d.%d jax %s' % (*sys.version_info[:2], jax.__version__))"
+    )
+    for index, host in enumerate(WORKERS):
+        seen = journey.exec(
+            index, f'runuser -u tpu -- {LOGIN_HOME}/.venv310/bin/python -c "{probe}"'
+        )
+        assert re.search(r"^python 3\.10 jax \d+\.\d+", seen, flags=re.MULTILINE), f"{host}: {seen}"
 
 
 def test_demo_env(journey: Journey) -> None:
