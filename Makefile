@@ -79,9 +79,10 @@ unit: setup ## Unit tests (pytest, no Docker)
 integration: setup image ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
 	pytest -q --durations=15 tests/integration
 
-# The README's Day two blocks, verbatim and in order, on a demo pod of their own (its own folder,
-# port and container labels, so a demo of yours keeps running); the block extractor's tests first.
-journey: setup image ## The README walkthrough run as written on a 2-worker demo pod (about 12 min)
+# The README's journeys (Day two, then queued resources, multislice, babysit), verbatim and in
+# order, each on a demo pod of its own (its own folder, port and container labels, so a demo of
+# yours keeps running); the block extractor's tests first.
+journey: setup image ## The README's journeys run as written on demo pods (Day two, queued resources, multislice, babysit)
 	pytest -q -s tests/journey/test_readme_blocks.py tests/journey/test_journey*.py
 
 sanity: setup ## ansible-test sanity on the collection as built (plugins, roles and their scripts), shellcheck
