@@ -114,4 +114,10 @@ def test_pod_of_a_static_inventory(tmp_path: Path) -> None:
         "coordinator_ip": "10.0.0.2",
         "hosts": ["w0", "w1"],
         "ips": ["10.0.0.2", "10.0.0.3"],
+        # one node of its own is a job of one slice, coordinated by its worker 0
+        "queued_resource": "",
+        "slice_id": 0,
+        "num_slices": 1,
+        "job_coordinator": "w0",
+        "job_coordinator_ip": "10.0.0.2",
     }
