@@ -110,10 +110,10 @@ class Api:
 
     def admin(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(  # noqa: S310 - a local http URL
+        request = urllib.request.Request(
             f"{self.server.root_url}/_emulator/{path}", data=data, method=method
         )
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read() or b"null")
 
     def calls(self) -> dict[str, int]:

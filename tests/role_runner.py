@@ -36,6 +36,19 @@ def ansible_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def isolated_installer_env(**extra: str) -> dict[str, str]:
+    """ansible_env() without the control machine's own pip and uv settings (a configuration
+    file, extra indexes, find-links): an installer then sees only the index a test gives it."""
+    env = {
+        key: value
+        for key, value in ansible_env(**extra).items()
+        if not key.startswith(("PIP_", "UV_")) or key in ("PIP_CERT",)
+    }
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env["UV_NO_CONFIG"] = "1"
+    return env
+
+
 def run_role(
     role: str,
     extra_vars: dict,
@@ -43,8 +56,11 @@ def run_role(
     check: bool = True,
     hostvars: dict | None = None,
     timeout: int = 300,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run `cloudtpu.pod.<role>` on localhost with the given variables.
+
+    `env` replaces the environment of ansible-playbook (default: ansible_env()).
 
     `hostvars` are set as play vars (lower precedence than extra vars), which is how a
     static inventory would set the shared tpu_* host variables.
@@ -80,7 +96,7 @@ def run_role(
         return subprocess.run(
             cmd,
             cwd=REPO,
-            env=ansible_env(),
+            env=env if env is not None else ansible_env(),
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -38,7 +38,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tools.tpu_emulator.testing import TOKEN, EmulatorProcess, admin  # noqa: E402
+from tools.tpu_emulator.testing import TOKEN, EmulatorProcess, admin
 
 PROJECT = "bench-project"
 MARK_START = "<!-- bench-inventory:start -->"

@@ -43,10 +43,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.bootstrap.run import log, recap  # noqa: E402
-from bench.scale import report  # noqa: E402
-from tools.tpu_emulator.backends import NodeInfo  # noqa: E402
-from tools.tpu_emulator.docker_backend import DockerBackend, cleanup  # noqa: E402
+from bench.bootstrap.run import log, recap
+from bench.scale import report
+from tools.tpu_emulator.backends import NodeInfo
+from tools.tpu_emulator.docker_backend import DockerBackend, cleanup
 
 MARK = ("<!-- bench-scale:start -->", "<!-- bench-scale:end -->")
 MITOGEN = "mitogen==0.3.54"

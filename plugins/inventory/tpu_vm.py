@@ -2,7 +2,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Inventory of Cloud TPU VM workers, read from the TPU v2 API."""
 # Ansible plugins keep DOCUMENTATION and EXAMPLES above the imports.
-# ruff: noqa: E402
 
 from __future__ import annotations
 

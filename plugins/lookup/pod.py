@@ -1,7 +1,6 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
 """The pod of the current host: its coordinator, its workers and their addresses."""
-# ruff: noqa: E402 - ansible-test wants imports below DOCUMENTATION, EXAMPLES and RETURN
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ SYSTEM_FOLDERS = (
     "/root",
     "/snap",
     "/srv",
-    "/tmp",  # noqa: S108 (refused, not used)
+    "/tmp",
     "/usr",
     "/usr/local",
     "/usr/local/bin",
@@ -73,7 +73,7 @@ SYSTEM_FOLDERS = (
     "/var/cache",
     "/var/lib",
     "/var/log",
-    "/var/tmp",  # noqa: S108 (refused, not used)
+    "/var/tmp",
 )
 _BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
 

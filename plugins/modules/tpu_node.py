@@ -3,7 +3,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Create, delete, start and stop a Cloud TPU VM node through the TPU v2 API."""
 # Ansible modules keep DOCUMENTATION, EXAMPLES and RETURN above the imports.
-# ruff: noqa: E402
 
 from __future__ import annotations
 

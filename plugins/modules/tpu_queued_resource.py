@@ -3,7 +3,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Request Cloud TPU capacity through a queued resource (TPU v2 API)."""
 # Ansible modules keep DOCUMENTATION, EXAMPLES and RETURN above the imports.
-# ruff: noqa: E402
 
 from __future__ import annotations
 

@@ -75,10 +75,10 @@ class EmulatorCli:
 
     def admin(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(  # noqa: S310 - the local emulator
+        request = urllib.request.Request(
             f"{self.root_url}/_emulator/{path}", data=data, method=method
         )
-        with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=120) as response:
             return json.loads(response.read() or b"null")
 
     def node(self, name: str, zone: str = ZONE) -> dict[str, Any] | None:

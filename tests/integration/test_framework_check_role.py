@@ -28,7 +28,7 @@ import pytest
 
 from tests import role_runner
 from tests.integration.playbook_helpers import LOCAL_PYTHON, error_text
-from tests.role_runner import run_role
+from tests.role_runner import isolated_installer_env, run_role
 
 UV = role_runner.BIN / "uv"
 
@@ -134,7 +134,11 @@ class Worker:
         }
         # Root on the control machine may have no sudo; su from root to root needs no password.
         hostvars = {**LOCAL_PYTHON, "ansible_become_method": "su"}
-        result = run_role("framework", extra, check=False, hostvars=hostvars)
+        # The machine's own pip configuration (extra indexes, find-links) must not answer for
+        # the stand-in index: the versions seen are those this test published.
+        result = run_role(
+            "framework", extra, check=False, hostvars=hostvars, env=isolated_installer_env()
+        )
         return result, result.stdout + result.stderr
 
     def installed(self) -> str:

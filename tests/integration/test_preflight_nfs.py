@@ -21,7 +21,7 @@ from tests.integration.playbook_helpers import (
 from tests.role_runner import run_role
 
 # The value the role must refuse as a worker address (not an address anything binds to).
-ANY_ADDRESS = "0.0.0.0"  # noqa: S104
+ANY_ADDRESS = "0.0.0.0"
 SELF_SERVED = {**LOCAL_PYTHON, "tpu_nfs_server_host": "localhost", "tpu_node": "p1"}
 
 

@@ -228,7 +228,7 @@ class Journey:
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.port}/_emulator/{path}", data=data, method=method
         )
-        with urllib.request.urlopen(request, timeout=180) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=180) as response:
             return json.loads(response.read() or b"null")
 
     def zone(self) -> dict[str, Any]:

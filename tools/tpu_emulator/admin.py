@@ -64,7 +64,7 @@ class Admin:
         def worker() -> None:
             try:
                 addresses = self.backend.maintenance(info)
-            except Exception as exc:  # noqa: BLE001 - a failing backend leaves the node unhealthy
+            except Exception as exc:
                 with self.lock:
                     node["healthDescription"] = f"maintenance failed: {exc}"
                 return
@@ -155,7 +155,7 @@ class Admin:
             for info in infos:
                 try:
                     self.backend.delete(info)
-                except Exception:  # noqa: BLE001, S110 - the node goes from the API regardless
+                except Exception:
                     pass
             with self.lock:
                 if generation != self._generation:

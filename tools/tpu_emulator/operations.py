@@ -57,7 +57,7 @@ class Operations:
             time.sleep(float(self.settings["operation_delay"]))
             try:
                 result = slow()
-            except Exception as exc:  # noqa: BLE001 - a failing backend fails the operation
+            except Exception as exc:
                 with self.lock:
                     if generation == self._generation:
                         self._finish(op, None, errors.ApiError(500, f"backend failed: {exc}"))

@@ -19,7 +19,7 @@ from .model import Emulator
 from .server import EmulatorServer
 
 REPO = Path(__file__).resolve().parents[2]
-TOKEN = "test-token"  # noqa: S105 - any bearer token works with the emulator
+TOKEN = "test-token"
 
 
 @contextmanager
@@ -43,13 +43,13 @@ def call(
     if not root_url.startswith(("http://", "https://")):
         raise ValueError(f"not an http(s) URL: {root_url}")
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(root_url + path, data=data, method=method)  # noqa: S310
+    request = urllib.request.Request(root_url + path, data=data, method=method)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     if data is not None:
         request.add_header("Content-Type", "application/json")
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30) as response:
             raw = response.read()
             return response.status, json.loads(raw) if raw else None
     except urllib.error.HTTPError as exc:

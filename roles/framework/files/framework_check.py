@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
 """Import the venv's ML framework, list the devices it sees, and tell TPU from CPU fallback.

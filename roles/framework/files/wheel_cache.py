@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The pod's wheel cache (cloudtpu.pod.framework, tpu_framework_pod_cache).
 
 Two commands, both with the standard library only:
