@@ -150,9 +150,24 @@ def babysit_pick(found: Mapping[str, Any], requested: str = "") -> dict[str, Any
     return result
 
 
-def _rc(value: Any) -> int | None:
-    text = str(value if value is not None else "").strip()
-    return int(text) if text.isdigit() else None
+def _seen(value: Any) -> tuple[str, int | None]:
+    """What one worker said of the run: (state, exit code). The status probe's --watch answer
+    (JSON: exited, running, gone or missing), or an exit code's text; anything else (no
+    answer, an unreachable worker) is "unknown"."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            return "exited", int(text)
+        try:
+            value = json.loads(text.splitlines()[-1]) if text else None
+        except ValueError:
+            return "unknown", None
+    if isinstance(value, Mapping) and value.get("state") in ("exited", "running", "gone", "missing"):
+        rc = value.get("rc")
+        if value["state"] == "exited" and isinstance(rc, int) and not isinstance(rc, bool):
+            return "exited", rc
+        return ("unknown" if value["state"] == "exited" else str(value["state"])), None
+    return "unknown", None
 
 
 def _names(value: Any, default: Iterable[str]) -> set[str]:
@@ -171,8 +186,9 @@ def babysit_decide(
     """What to do after one check.
 
     C(facts): C(nodes) (name, state, health as the API reports them; a node the API no longer
-    has is absent), C(node_names) (the run's nodes), C(workers) (host: exit code text, empty
-    when the run still goes or the worker could not be reached), C(recoveries) done so far,
+    has is absent), C(node_names) (the run's nodes), C(workers) (host: what the status probe's
+    --watch said, JSON with state and rc, or an exit code's text; empty when the worker could
+    not be reached), C(recoveries) done so far,
     C(max_recoveries), C(now) and C(deadline) (epoch seconds).
     """
     states, health = _names(lost_states, LOST_STATES), _names(lost_health, LOST_HEALTH)
@@ -184,7 +200,9 @@ def babysit_decide(
         if node.get("state") in states
         or (node.get("state") == "READY" and node.get("health") in health)
     )
-    workers = {str(h): _rc(v) for h, v in (facts.get("workers") or {}).items()}
+    seen_on = {str(h): _seen(v) for h, v in (facts.get("workers") or {}).items()}
+    workers = {h: rc for h, (_, rc) in seen_on.items()}
+    gone = sorted(h for h, (state, _) in seen_on.items() if state in ("gone", "missing"))
     recoveries = int(facts.get("recoveries") or 0)
     limit = int(facts.get("max_recoveries") or 0)
     codes = ", ".join(f"{h} rc {rc}" for h, rc in sorted(workers.items()) if rc is not None)
@@ -206,6 +224,23 @@ def babysit_decide(
                 "used; recover by hand or run babysit.yml again",
             )
         return dict(result, action="recover", message=f"{where}: recovery {recoveries + 1}")
+    if gone:
+        where = ", ".join(gone)
+        if recoveries >= limit:
+            return dict(
+                result,
+                action="give_up",
+                message=f"the run is gone on {where} without an exit code; {recoveries} of "
+                f"{limit} recoveries (tpu_babysit_max_recoveries) used; restart it by hand or "
+                "run babysit.yml again",
+            )
+        return dict(
+            result,
+            action="restart",
+            message=f"the run is gone on {where} without an exit code (its process ended with "
+            f"the worker's reboot, a maintenance event or a kill) while every node is READY: "
+            f"restart {recoveries + 1}",
+        )
     if workers and all(rc is not None for rc in workers.values()):
         if all(rc == 0 for rc in workers.values()):
             return dict(result, action="done", message=f"the run completed: {codes}")

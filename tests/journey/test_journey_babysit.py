@@ -2,21 +2,24 @@
 the emulator, bootstrapped with ``site.yml --tags python,libtpu`` (the venv and the TPU lock
 helper: all a run needs, see test_journey_multislice.py), a detached 60-step training script
 that checkpoints its step and resumes from it, then ``babysit.yml``, during which the node is
-preempted twice, and the teardown.
+preempted twice and then goes through a maintenance event, and the teardown.
 
 Two things come from outside the user's commands, as on Google Cloud:
 
-* the preemptions: this test asks the emulator's admin API to preempt the node (the workers'
-  containers are killed at once), from a thread, while the babysit step runs;
+* the preemptions and the maintenance event: this test asks the emulator's admin API to preempt
+  the node (the workers' containers are killed at once), then to simulate a maintenance event
+  (the containers restart, their disks stay: the run's process dies without an exit code and
+  the node comes back READY), from a thread, while the babysit step runs;
 * the checkpoint's storage: on Google Cloud the checkpoint lives in a bucket that outlives the
   VMs. The demo's workers have no such storage (a recreated node is new containers), so the test
   copies the checkpoint file out of the killed container and into the new one before the run is
   restarted, with its own hands. It copies the killed run's log out too: a preemption takes the
   log with the disk, and the test checks every step across the three runs.
 
-Checked: the babysit step succeeds; its log on this machine records two recoveries and two
-restarts, each with its time; every step from 1 to 40 is printed exactly once across the
-original run and its two continuations; each continuation's record names the run it continues.
+Checked: the babysit step succeeds; its log on this machine records two recoveries, the run
+found gone after the maintenance event, and three restarts, each with its time; every step is
+printed exactly once across the original run and its three continuations; each continuation's
+record names the run it continues.
 """
 
 from __future__ import annotations
@@ -129,6 +132,14 @@ def _preempter(journey: Journey, first: str, notes: dict, errors: list) -> None:
                 timeout=300,
             )
             journey.exec(0, f"printf %s {step} > {CKPT} && chown tpu: {CKPT} && chmod 0600 {CKPT}")
+        # A maintenance event once the second continuation makes progress: the worker restarts
+        # with its disk (checkpoint and logs stay), the run's process is gone, no exit code.
+        floor = _step(journey) + 8
+        _wait(f"step {floor}", lambda: _step(journey) >= floor, timeout=900)
+        journey.admin(
+            "POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:maintenance", body={}
+        )
+        notes["maintenance"] = True
     except Exception as exc:  # noqa: BLE001 - reported by the test, not lost in the thread
         errors.append(exc)
 
@@ -161,26 +172,34 @@ def test_babysit(journey: Journey) -> None:
 
     log = (REPO / ".cache" / "babysit" / f"{first}.log").read_text(encoding="utf-8")
     stamp = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ "
+    assert notes.get("maintenance"), notes
     assert len(re.findall(stamp + r"recover: sit PREEMPTED", log, re.MULTILINE)) == 2, log
+    assert re.search(stamp + r"restart: the run is gone on sit-w0 without an exit code", log, re.M)
     restarts = re.findall(stamp + r"restarted: run (\S+) continues run (\S+)", log, re.MULTILINE)
-    assert len(restarts) == 2, log
-    assert restarts[0][1] == first and restarts[1][1] == restarts[0][0], restarts
+    assert len(restarts) == 3, log
+    assert restarts[0][1] == first, restarts
+    assert restarts[1][1] == restarts[0][0] and restarts[2][1] == restarts[1][0], restarts
     assert re.search(stamp + r"done: the run completed: sit-w0 rc 0$", log, re.MULTILINE), log
 
-    # every step once, across the run and its two continuations
+    # every step once, across the run and its three continuations: the preempted runs' logs
+    # went with their disks (kept by the thread), the others are on the worker
     logs: dict[str, str] = {}
     for killed in notes["killed"]:
         logs.update(_logs_of(killed["runs_tar"]))
-    last = restarts[1][0]
-    logs[last] = journey.exec(0, f"cat {RUNS_DIR}/{last}/{HOST}.log")
-    assert sorted(logs) == sorted([first, restarts[0][0], last]), sorted(logs)
+    for run_id_ in (restarts[1][0], restarts[2][0]):
+        logs[run_id_] = journey.exec(0, f"cat {RUNS_DIR}/{run_id_}/{HOST}.log")
+    assert sorted(logs) == sorted([first, *(new for new, _ in restarts)]), sorted(logs)
     steps = [s for run_id_ in sorted(logs) for s in _steps_in(logs[run_id_])]
     assert steps == list(range(1, STEP_COUNT + 1)), steps
     resumed = [int(k["step"]) for k in notes["killed"]]
-    for run_id_, after in zip((restarts[0][0], last), resumed, strict=True):
+    for run_id_, after in zip((restarts[0][0], restarts[1][0]), resumed, strict=True):
         assert f"resuming after step {after}" in logs[run_id_], logs[run_id_]
+    # the run the maintenance event ended wrote no exit code; its continuation did
+    gone = restarts[1][0]
+    assert journey.exec(0, f"test -e {RUNS_DIR}/{gone}/{HOST}.rc || echo none").strip() == "none"
+    last = restarts[2][0]
     record = journey.exec(0, f"cat {RUNS_DIR}/{last}/{HOST}.json")
-    assert f'"continues": "{restarts[0][0]}"' in record, record
+    assert f'"continues": "{gone}"' in record, record
     assert journey.exec(0, f"cat {RUNS_DIR}/{last}/{HOST}.rc").strip() == "0"
 
 

@@ -188,3 +188,45 @@ def test_decide_times_out():
 )
 def test_backoff(attempt, expected):
     assert babysit_backoff(attempt, 30, 600) == expected
+
+
+def watched(state, rc=None):
+    """What the status probe's --watch prints for one worker."""
+    return json.dumps({"run_id": NEW, "state": state, "rc": rc})
+
+
+def test_decide_reads_the_probes_answers():
+    workers = {"w0": watched("exited", 0), "w1": watched("exited", 0)}
+    assert babysit_decide(facts(workers=workers))["action"] == "done"
+    workers = {"w0": watched("exited", 0), "w1": watched("running")}
+    assert babysit_decide(facts(workers=workers))["action"] == "wait"
+    workers = {"w0": watched("exited", 0), "w1": "not json"}
+    assert babysit_decide(facts(workers=workers))["action"] == "wait"
+
+
+@pytest.mark.parametrize("state", ["gone", "missing"])
+def test_decide_restarts_a_run_whose_process_is_gone(state):
+    # A maintenance event rebooted the worker: the node is READY again, the run's process died
+    # with the reboot and wrote no exit code. Waiting for one would wait until the timeout.
+    workers = {"w0": watched(state), "w1": watched("running")}
+    got = babysit_decide(facts(workers=workers, recoveries=1))
+    assert got["action"] == "restart", got
+    assert "gone on w0" in got["message"] and "restart 2" in got["message"], got
+    assert got["nodes"] == [], got
+
+
+def test_decide_gives_up_restarting_after_the_last_recovery():
+    got = babysit_decide(facts(workers={"w0": watched("gone"), "w1": ""}, recoveries=3))
+    assert got["action"] == "give_up" and "3 of 3" in got["message"], got
+
+
+def test_decide_recovers_a_lost_node_before_restarting_a_gone_run():
+    lost = {"name": "pod", "state": "PREEMPTED", "health": "HEALTH_UNSPECIFIED"}
+    got = babysit_decide(facts(nodes=[lost], workers={"w0": watched("gone"), "w1": ""}))
+    assert got["action"] == "recover" and got["nodes"] == ["pod"], got
+
+
+def test_decide_waits_while_a_node_is_under_maintenance_and_the_run_still_goes():
+    maintenance = {"name": "pod", "state": "READY", "health": "UNHEALTHY_MAINTENANCE"}
+    workers = {"w0": watched("running"), "w1": watched("running")}
+    assert babysit_decide(facts(nodes=[maintenance], workers=workers))["action"] == "wait"
