@@ -40,7 +40,8 @@ options:
     description:
       - Where the nodes were looked for, one mapping per project with C(project) (or C(item),
         as in the registered results of a loop over projects), C(zones) (empty means every
-        zone), and C(failed) and C(msg) when the API refused.
+        zone), and C(msg) when the API refused (with C(failed) true, or absent or false as
+        C(failed_when: false) leaves it; a result without C(nodes) and with C(msg) failed).
     type: list
     elements: dict
     default: []
@@ -176,6 +177,22 @@ def _project(place: Mapping[str, Any]) -> str:
     return str(place.get("project") or place.get("item") or "?")
 
 
+def _refused(place: Mapping[str, Any]) -> bool:
+    """Whether a registered result is a failed API call: it says so (C(failed)), or it has no
+    C(nodes) but a C(msg), as C(failed_when: false) leaves it (C(failed) false)."""
+    return bool(place.get("failed") or (place.get("nodes") is None and place.get("msg")))
+
+
+def api_errors(looked_in: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    """One line per project whose API call failed."""
+    errors = []
+    for place in looked_in or []:
+        if isinstance(place, Mapping) and _refused(place):
+            why = str(place.get("msg") or "no answer").strip()
+            errors.append(f"TPU API error for project {_project(place)}: {why[:1000]}")
+    return errors
+
+
 def _node_header(name: str, node: Mapping[str, Any], count: int) -> str:
     where = "/".join(p for p in (node.get("project"), node.get("zone")) if p) or "?"
     return (
@@ -199,11 +216,7 @@ def status_table(
         except (TypeError, ValueError):
             continue
     shown: set[str] = set()
-    lines: list[str] = [
-        f"TPU API error for project {_project(p)}: {str(p.get('msg')).strip()[:300]}"
-        for p in looked_in or []
-        if isinstance(p, Mapping) and p.get("failed")
-    ]
+    lines: list[str] = api_errors(looked_in)
     for node in sorted(nodes or [], key=lambda n: (str(n.get("zone")), str(n.get("name")))):
         name = str(node.get("name") or "?")
         workers = list(node.get("workers") or [])
@@ -236,6 +249,7 @@ def status_table(
         places = "; ".join(
             f"project {_project(p)}, "
             + (f"zones {', '.join(p['zones'])}" if p.get("zones") else "every zone")
+            + (" (the API did not answer: see the error above)" if _refused(p) else "")
             for p in looked_in
         )
         lines.append(
@@ -250,4 +264,4 @@ class FilterModule:
     """cloudtpu.pod.status_table."""
 
     def filters(self) -> dict[str, Any]:
-        return {"status_table": status_table}
+        return {"status_table": status_table, "status_api_errors": api_errors}

@@ -184,3 +184,14 @@ def inventory(env: dict[str, str]) -> dict[str, Any]:
     result = run([str(BIN / "ansible-inventory"), "-i", str(DEMO_INVENTORY), "--list"], env, 120)
     assert result.returncode == 0, result.tail()
     return plain(json.loads(result.stdout))
+
+
+def status_lines(result: Run) -> str:
+    """The status table's lines, as status.yml prints them in its debug message."""
+    shown = result.stdout.split("TASK [Show nodes and workers]", 1)[-1].split("PLAY RECAP", 1)[0]
+    shown = shown.split("TASK [", 1)[0]
+    return "\n".join(
+        json.loads(line.strip().rstrip(","))
+        for line in shown.splitlines()
+        if line.strip().startswith('"') and not line.strip().startswith('"msg"')
+    )

@@ -43,6 +43,7 @@ from tests.integration.lifecycle_support import (
     extra_vars,
     playbook,
     run,
+    status_lines,
 )
 from tests.integration.test_lifecycle_docker import CLEANUP, IMAGE, docker, docker_unavailable
 
@@ -67,16 +68,6 @@ STAND_IN_CHECK = (
 def step(name: str, result: Run) -> Run:
     print(f"[{result.seconds:6.1f} s] {name}: rc={result.returncode}")
     return result
-
-
-def table(result: Run) -> str:
-    """The status table's lines, as printed in the debug message."""
-    shown = result.stdout.split("TASK [Show nodes and workers]", 1)[-1].split("PLAY RECAP", 1)[0]
-    return "\n".join(
-        json.loads(line.strip().rstrip(","))
-        for line in shown.splitlines()
-        if line.strip().startswith('"') and not line.strip().startswith('"msg"')
-    )
 
 
 def unchanged(result: Run) -> None:
@@ -215,7 +206,7 @@ def test_status_of_a_ready_pod_with_run_records(pod: Pod) -> None:
     pod.shell("day2-w0", f"{running}; {ended}; echo 3 > $HOME/cloudtpu-runs/{ENDED_ID}/day2-w0.rc")
 
     result = pod.playbook("status.yml")
-    shown = table(result)
+    shown = status_lines(result)
     print(shown)
     assert result.returncode == 0, result.tail(80)
     unchanged(result)
@@ -241,7 +232,7 @@ def test_status_of_a_creating_node_comes_from_the_api(pod: Pod) -> None:
         result = pod.playbook("status.yml", "--check")
     finally:
         pod.emulator.admin("POST", path, {"state": "READY"})
-    shown = table(result)
+    shown = status_lines(result)
     print(shown)
     assert result.returncode == 0, result.tail(80)
     unchanged(result)
@@ -288,7 +279,7 @@ def test_status_with_a_stopped_worker(pod: Pod) -> None:
     docker("stop", "--time", "2", pod.containers()["1"])
     started = time.monotonic()
     result = pod.playbook("status.yml")
-    shown = table(result)
+    shown = status_lines(result)
     print(shown)
     assert result.returncode == 0, result.tail(80)
     assert time.monotonic() - started < 120
@@ -303,7 +294,7 @@ def test_status_with_a_stopped_worker(pod: Pod) -> None:
 def test_status_of_a_preempted_node_and_of_an_empty_inventory(pod: Pod) -> None:
     pod.emulator.admin("POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:preempt")
     result = pod.playbook("status.yml")
-    shown = table(result)
+    shown = status_lines(result)
     print(shown)
     assert result.returncode == 0, result.tail(80)
     unchanged(result)
@@ -312,11 +303,11 @@ def test_status_of_a_preempted_node_and_of_an_empty_inventory(pod: Pod) -> None:
 
     elsewhere = dict(pod.env, CLOUDTPU_ZONES="europe-west4-a")
     empty = pod.playbook("status.yml", env=elsewhere)
-    print(table(empty))
+    print(status_lines(empty))
     assert empty.returncode == 0, empty.tail(60)
     assert (
         f"No TPU node and no worker in the inventory. Looked in: project {PROJECT}, "
-        "zones europe-west4-a." in table(empty)
+        "zones europe-west4-a." in status_lines(empty)
     ), empty.tail(40)
 
 
@@ -368,7 +359,7 @@ def test_recover_as_the_login_user_bootstraps_and_refreshes_ssh_config(pod: Pod)
         assert login.stdout.split() == ["tpu", "tpu-unlock"], (worker, login.stdout)
 
     after = pod.playbook("status.yml")
-    shown = table(after)
+    shown = status_lines(after)
     print(shown)
     assert after.returncode == 0 and "state READY" in shown, after.tail(60)
     unchanged(after)
@@ -385,4 +376,4 @@ def test_helpers_read_a_table() -> None:
         "}",
         "PLAY RECAP ***",
     ]
-    assert table(Run([], 0, "\n".join(printed), "", 0.0)) == "node a\n  w0"
+    assert status_lines(Run([], 0, "\n".join(printed), "", 0.0)) == "node a\n  w0"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.cloudtpu.pod.plugins.filter.status_table import (
     FilterModule,
+    api_errors,
     describe_locks,
     format_uptime,
     parse_probe,
@@ -193,6 +194,48 @@ def test_api_errors_are_shown_and_the_rest_still_is():
     lines = status_table([], [report("pod-w0", 0, probe=probe())], looked)
     assert lines[0] == "TPU API error for project p: 403: TPU API disabled", lines
     assert any(line.strip().startswith("pod-w0") for line in lines), lines
+
+
+# What status.yml really registers: a loop of tpu_node_info under failed_when: false. A call
+# that the API refused keeps the module's msg, but Ansible sets failed to false.
+REFUSED = {
+    "item": "p",
+    "changed": False,
+    "failed": False,
+    "failed_when_result": False,
+    "msg": "The TPU API rejected the credentials (401 UNAUTHENTICATED): Request had invalid "
+    "authentication credentials. Check auth_kind and its credential.",
+    "reason": "UNAUTHENTICATED",
+    "status": 401,
+    "ansible_loop_var": "item",
+    "zones": [],
+}
+ANSWERED = {"item": "q", "changed": False, "failed": False, "nodes": [], "zones": []}
+
+
+def test_api_errors_of_a_loop_under_failed_when_false():
+    assert api_errors([ANSWERED]) == []
+    assert api_errors([REFUSED, ANSWERED]) == [
+        "TPU API error for project p: " + REFUSED["msg"]
+    ]
+    # failed absent, as a module result without it
+    assert len(api_errors([{k: v for k, v in REFUSED.items() if k != "failed"}])) == 1
+    assert FilterModule().filters()["status_api_errors"] is api_errors
+
+
+def test_refused_api_with_workers_shows_the_error_and_the_workers():
+    lines = status_table([], [report("pod-w0", 0, probe=probe())], [REFUSED])
+    assert lines[0].startswith("TPU API error for project p: The TPU API rejected"), lines
+    assert any(line.strip().startswith("pod-w0") for line in lines), lines
+
+
+def test_refused_api_and_no_worker_does_not_say_nothing_is_there():
+    lines = status_table([], [], [REFUSED, ANSWERED])
+    assert lines[0].startswith("TPU API error for project p: The TPU API rejected"), lines
+    assert lines[-1] == (
+        "No TPU node and no worker in the inventory. Looked in: project p, every zone "
+        "(the API did not answer: see the error above); project q, every zone."
+    ), lines
 
 
 def test_filter_is_registered():
