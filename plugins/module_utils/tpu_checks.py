@@ -12,6 +12,8 @@ the value given and what is allowed, ready for an ``assert``'s ``fail_msg`` or `
 * :func:`network_problem`: CIDRs (IPv4 and IPv6) given as a string or a list; a set whose union
   is the whole IPv4 or IPv6 internet is refused unless ``allow_world`` (a boolean, or a string
   as from ``-e``) is true.
+* :func:`device_glob_problem`: a glob of TPU device files only (``/dev/accel*``,
+  ``/dev/accel/*``, ``/dev/vfio/[0-9]*``), never one that matches other devices.
 * :func:`number_problem`: a number (or an int-like string, as ``-e`` gives) within bounds.
 * :data:`OPTION_LIMITS` and :func:`option_problems`: the bounds of the numeric options every TPU
   module and the inventory plugin take (timeouts, poll intervals, retries), in one table.
@@ -175,6 +177,32 @@ def path_problem(
     if basename and not re.fullmatch(basename, posixpath.basename(value)):
         return problem(f"its last part {posixpath.basename(value)} does not match {basename}")
     return ""
+
+
+# TPU device files, after "/dev/": accel<N> up to v4, accel/accel<N> on newer kernels, vfio/<N>
+# from v5e/v5p on. Globs may use digits, '*', '?' and digit classes ([0-9]) after the prefix, so
+# "/dev/*", "/dev/fuse" or "/dev/vfio/vfio" (the VFIO container) never pass. tpu-unlock carries
+# the same pattern (its DEVICE_FAMILIES; a unit test keeps the two equal).
+DEVICE_FAMILIES = re.compile(
+    r"accel(?:/accel)?(?:[0-9*?]|\[[0-9-]+\])*|accel/(?:[0-9*?]|\[[0-9-]+\])+"
+    r"|vfio/(?:[0-9]|\[[0-9-]+\])(?:[0-9*?]|\[[0-9-]+\])*"
+)
+DEVICE_GLOBS_ALLOWED = (
+    "/dev/accel* (or /dev/accel[0-9]*, /dev/accel0) up to v4, /dev/accel/* on newer kernels,"
+    " /dev/vfio/[0-9]* from v5e/v5p on (after the prefix only digits, '*', '?' and classes such"
+    " as [0-9])"
+)
+
+
+def device_glob_problem(value: Any, name: str) -> str:
+    """Why ``value`` is not a glob of TPU device files for ``name``; ``''`` when it is."""
+    if not isinstance(value, str) or not value:
+        reason = "not a glob pattern"
+    elif not value.startswith("/dev/") or not DEVICE_FAMILIES.fullmatch(value[5:]):
+        reason = "not a TPU device pattern (it could match other devices' files)"
+    else:
+        return ""
+    return f"{name} is {_shown(value)}: {reason}; allowed: {DEVICE_GLOBS_ALLOWED}."
 
 
 _WORLD = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))

@@ -6,7 +6,8 @@ package named jax whose devices() answers with the device kind an environment va
 for (passed through tpu_framework_env). With both installers (pip and uv): the first install of
 a pinned version, a second run that installs nothing, `latest` that stays put while the index
 has nothing newer and upgrades once it does. With device files faked through
-tpu_framework_device_globs: what a container cannot show, a host with TPU device files where
+tpu_framework_device_globs (/dev/accel*, looked for in a test folder named by CLOUDTPU_DEVICE_ROOT
+in tpu_framework_env): what a container cannot show, a host with TPU device files where
 the framework sees a TPU, one where it does not, a required TPU that is missing, and an import
 that hangs (the timeout). Not exercised: a real TPU, libtpu, or the jax[tpu] extra's pins (the
 stand-in has no `tpu` extra; molecule/framework installs the real one).
@@ -127,8 +128,12 @@ class Worker:
             "tpu_framework_installer": self.installer,
             "tpu_framework_uv_bin": str(UV),
             "tpu_framework_index_url": self.index,
-            "tpu_framework_device_globs": [f"{self.dev}/accel*"],
-            "tpu_framework_env": {"STANDIN_DEVICES": devices},
+            "tpu_framework_device_globs": ["/dev/accel*"],
+            # the check looks for /dev/accel* in this folder (only TPU globs pass the role)
+            "tpu_framework_env": {
+                "STANDIN_DEVICES": devices,
+                "CLOUDTPU_DEVICE_ROOT": str(self.dev),
+            },
             "tpu_framework_check_timeout": 60,
             **variables,
         }

@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.cloudtpu.pod.plugins.filter.checks import FilterModule
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     OPTION_LIMITS,
+    device_glob_problem,
     network_problem,
     number_problem,
     option_problems,
@@ -246,6 +247,38 @@ def test_number_accepted(value: Any, kwargs: dict) -> None:
     assert number_problem(value, "tpu_x_n", **kwargs) == ""
 
 
+# tpu-unlock --kill ends the holders of what the glob matches: /dev/* once ended sshd and journald.
+GLOB_REFUSED = [
+    ("/dev/*", "not a TPU device pattern"),
+    ("/dev/fuse", "not a TPU device pattern"),
+    ("/dev/input/*", "not a TPU device pattern"),
+    ("/dev/vfio/*", "not a TPU device pattern"),  # /dev/vfio/vfio is every VFIO user's
+    ("/dev/vfio/vfio", "not a TPU device pattern"),
+    ("/dev/accel[a-z]*", "not a TPU device pattern"),
+    ("/dev/accel*/../null", "not a TPU device pattern"),
+    ("/dev/accel/", "not a TPU device pattern"),
+    ("/tmp/accel*", "not a TPU device pattern"),
+    ("accel*", "not a TPU device pattern"),
+    ("/dev/accel*\n", "not a TPU device pattern"),
+    ("", "not a glob pattern"),
+    (["/dev/accel*"], "not a glob pattern"),
+]
+GLOB_ACCEPTED = ["/dev/accel*", "/dev/accel[0-9]*", "/dev/accel0", "/dev/accel/*"]
+GLOB_ACCEPTED += ["/dev/accel/accel[0-9]*", "/dev/vfio/[0-9]*", "/dev/vfio/0"]
+
+
+@pytest.mark.parametrize(("value", "reason"), GLOB_REFUSED, ids=[repr(v) for v, _ in GLOB_REFUSED])
+def test_device_glob_refused(value: Any, reason: str) -> None:
+    message = device_glob_problem(value, "tpu_x_glob")
+    assert_refusal(message, "tpu_x_glob", value, reason, "/dev/accel* (or")
+    assert "/dev/vfio/[0-9]* from v5e/v5p on" in message
+
+
+@pytest.mark.parametrize("value", GLOB_ACCEPTED)
+def test_device_glob_accepted(value: str) -> None:
+    assert device_glob_problem(value, "tpu_x_glob") == ""
+
+
 # The module options that reached the API before: timeout -5, poll interval 'abc' (0.0 after
 # a playbook's | float), retries -3.
 OPTIONS_REFUSED = [
@@ -295,4 +328,5 @@ def test_filters_are_the_checks() -> None:
         "path_problem": path_problem,
         "network_problem": network_problem,
         "number_problem": number_problem,
+        "device_glob_problem": device_glob_problem,
     }

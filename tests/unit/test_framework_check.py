@@ -96,3 +96,9 @@ def test_torch_xla_falls_back_to_pjrt_cpu_without_devices(monkeypatch, capsys):
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert seen["PJRT_DEVICE"] == "CPU", seen
     assert rc == 0 and report["mode"] == "CPU fallback", report
+
+
+def test_device_root_points_dev_globs_at_a_test_folder(tmp_path, monkeypatch):
+    (tmp_path / "accel0").touch()
+    monkeypatch.setenv("CLOUDTPU_DEVICE_ROOT", str(tmp_path))
+    assert check.device_files(["/dev/accel*", "/dev/vfio/[0-9]*"]) == [f"{tmp_path}/accel0"]

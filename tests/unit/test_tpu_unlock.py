@@ -81,7 +81,9 @@ class Pod:
         (self.log_dir / "tpu_driver.INFO").write_text("log\n")
 
     def args(self, *extra: str) -> list[str]:
-        args = ["--device-glob", str(self.root / "dev" / "accel*"), "--log-dir", str(self.log_dir)]
+        dev = self.root / "dev"
+        args = ["--dev-root", str(dev), "--device-glob", str(dev / "accel*")]
+        args += ["--log-dir", str(self.log_dir)]
         args += ["--tmp-dir", str(self.root)]
         for lock in self.locks:
             args += ["--lock", str(lock)]
@@ -307,6 +309,7 @@ def test_paths_from_the_environment(pod: Pod) -> None:
     child = pod.hold()
     env = dict(
         os.environ,
+        TPU_UNLOCK_DEV_ROOT=str(pod.root / "dev"),
         TPU_UNLOCK_DEVICE_GLOB=str(pod.root / "dev" / "accel*"),
         TPU_UNLOCK_LOCKS=":".join(str(lock) for lock in pod.locks),
         TPU_UNLOCK_LOG_DIR=str(pod.log_dir),

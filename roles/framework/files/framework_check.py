@@ -30,7 +30,14 @@ REQUIRE_CHOICES = ("auto", "true", "false")
 
 
 def device_files(patterns: list[str]) -> list[str]:
-    """The device files that match any of the glob patterns, sorted."""
+    """The device files that match any of the glob patterns, sorted.
+
+    The patterns are /dev ones (the role accepts only TPU device globs); tests point /dev at a
+    folder of fake device files with the environment variable CLOUDTPU_DEVICE_ROOT.
+    """
+    root = os.environ.get("CLOUDTPU_DEVICE_ROOT", "")
+    if root:
+        patterns = [root.rstrip("/") + p[4:] if p.startswith("/dev/") else p for p in patterns]
     return sorted({path for pattern in patterns for path in glob.glob(pattern)})
 
 
