@@ -22,7 +22,7 @@ description:
     worker number. Inventory hosts that no API node names (a static inventory) are shown under
     their C(tpu_node), or C(static).
   - With no node and no worker, the lines say which projects and zones were looked in.
-positional: _input, reports, looked_in
+positional: _input, reports, looked_in, searched
 options:
   _input:
     description: Nodes as C(cloudtpu.pod.tpu_node_info) returns them (C(nodes)).
@@ -45,6 +45,12 @@ options:
     type: list
     elements: dict
     default: []
+  searched:
+    description:
+      - Where the projects were looked for (C(searched) of C(cloudtpu.pod.status_places)), said
+        when there is no project at all.
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -206,6 +212,7 @@ def status_table(
     nodes: Sequence[Mapping[str, Any]],
     reports: Sequence[Mapping[str, Any]],
     looked_in: Sequence[Mapping[str, Any]] = (),
+    searched: str = "",
 ) -> list[str]:
     """The lines of the status table (see DOCUMENTATION)."""
     reports = [r for r in reports or [] if isinstance(r, Mapping)]
@@ -254,7 +261,12 @@ def status_table(
         )
         lines.append(
             "No TPU node and no worker in the inventory. Looked in: "
-            + (places or "no project (set CLOUDTPU_PROJECT or use a tpu_vm inventory)")
+            + (
+                places
+                or "no project"
+                + (f" in {searched}" if searched else "")
+                + " (set CLOUDTPU_PROJECT, or name projects in a tpu_vm inventory source)"
+            )
             + "."
         )
     return lines
