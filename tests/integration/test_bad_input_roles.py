@@ -143,6 +143,12 @@ FRAMEWORK = [
     v("cache-dir-etc", "tpu_framework_pod_cache_dir", "/etc"),
     v("cache-dir-tmp", "tpu_framework_pod_cache_dir", "/tmp"),
     v("cache-dir-usr", "tpu_framework_pod_cache_dir", "/usr/share/wheels"),
+    # the folder is deleted recursively on every host: only inside /var/cache/cloudtpu
+    v("cache-dir-home", "tpu_framework_pod_cache_dir", "/home/tpu"),
+    v("cache-dir-ssh", "tpu_framework_pod_cache_dir", "/home/tpu/.ssh"),
+    v("cache-dir-nfs", "tpu_framework_pod_cache_dir", "/srv/nfs/shared"),
+    v("cache-dir-docker", "tpu_framework_pod_cache_dir", "/var/lib/docker"),
+    v("cache-dir-itself", "tpu_framework_pod_cache_dir", "/var/cache/cloudtpu"),
     v("cache-maybe", "tpu_framework_pod_cache", "maybe"),
     v("port-low", "tpu_framework_pod_cache_port", 80),
     v("port-high", "tpu_framework_pod_cache_port", 70000),
