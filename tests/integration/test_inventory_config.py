@@ -7,10 +7,13 @@ with ansible-inventory and ansible-playbook against the emulator.
   still run.
 - inventories/gcp/tpu_vm.yml takes its credentials from GCP_AUTH_KIND and
   GCP_SERVICE_ACCOUNT_FILE (or GCP_ACCESS_TOKEN), as the modules do.
+- inventories/gcp sets no ansible_user: the login user is Ansible's own (-u,
+  ANSIBLE_REMOTE_USER), as the login contract reads it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -121,3 +124,35 @@ def test_gcp_inventory_service_account_with_a_bad_key_file_says_so(
     assert f"cannot read service_account_file '{missing}'" in run.stderr, run.stderr
     assert "GCP_SERVICE_ACCOUNT_FILE" in run.stderr
     assert run.stderr.count("[ERROR]") == 1, run.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env_user", "expected"),
+    [((), "alice", "alice"), (("-u", "bob"), "alice", "bob")],
+    ids=["ANSIBLE_REMOTE_USER", "-u"],
+)
+def test_gcp_inventory_leaves_the_user_to_ansible(
+    emulator: Emulator, tmp_path: Path, args: tuple[str, ...], env_user: str, expected: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "GCP_"))}
+    env.update(
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+        ANSIBLE_REMOTE_USER=env_user,
+        USER="root",
+        CLOUDTPU_PROJECT=PROJECT,
+        CLOUDTPU_API_ENDPOINT=emulator.api_url,
+        GCP_AUTH_KIND="accesstoken",
+        GCP_ACCESS_TOKEN=TOKEN,
+    )
+    # debug runs on the control machine: nothing connects to the worker.
+    command = [str(VENV_BIN / "ansible"), "-i", str(GCP), "cfg-pod-w0", *args, "-m", "debug"]
+    # The connection's user, as Ansible exposes it to tasks, and the login contract's.
+    shown = "{{ ansible_user | default('unset') }} {{ lookup('cloudtpu.pod.login', 'user') }}"
+    command += ["-a", json.dumps({"msg": shown})]
+    result = subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f'"msg": "{expected} {expected}"' in result.stdout, result.stdout + result.stderr
