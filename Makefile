@@ -28,7 +28,7 @@ NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help setup setup-next docker image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale emulator-clean demo demo-ssh demo-down test-torch-xla
+.PHONY: help setup setup-next docker image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale bench-rulebook emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -131,6 +131,9 @@ bench-inventory: setup ## Benchmark the tpu_vm inventory (1000 nodes, emulator);
 
 bench-scale: setup image ## Controller scale: 8, 64 and 256 hosts on 3 worker containers (forks, ControlPersist, pipelining, mitogen); updates BENCHMARKS.md
 	python bench/scale/run.py --markdown BENCHMARKS.md
+
+bench-rulebook: setup ## An ansible-rulebook watcher of node states against babysit.yml's check (Java 17 needed); updates BENCHMARKS.md
+	python bench/rulebook/run.py --markdown BENCHMARKS.md
 
 demo: ## A local pod (DEMO_TYPE, default v4-32): emulator, provision, site.yml, verify, status
 	tools/demo.sh up
