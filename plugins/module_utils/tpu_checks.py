@@ -52,6 +52,10 @@ SYSTEM_TREES = (
     "/usr/src",
     "/var/lib/dpkg",
     "/var/lib/apt",
+    "/var/lock",
+    "/var/mail",
+    "/var/run",
+    "/var/spool",
 )
 _LIB_TREE = re.compile(r"^/(usr/)?lib[^/]*(/|$)")
 # Folders that may hold what the collection manages, but are never that thing themselves.

@@ -25,6 +25,8 @@ VERSION_RE = re.compile(r"^3\.[0-9]{1,2}$")
 DEFAULT_PYTHON_VERSION = "3.10"
 RUNS_FOLDER = "cloudtpu-runs"
 KEYS = ("user", "home", "venv", "runs_dir", "source")
+# A venv is created, chowned to the user and put on PATH: only in the login home or in /opt.
+VENV_FOLDERS = ("/opt",)
 
 # Where the user may come from, in order, with the name a message uses for each.
 USER_SOURCES = (
@@ -122,6 +124,9 @@ def resolve(
         venv = posixpath.join(home, ".venv" + version.replace(".", ""))
     else:
         venv = check_absolute("tpu_venv_path", venv_value)
+        problem = path_problem(venv, "tpu_venv_path", under=[home, *VENV_FOLDERS])
+        if problem:
+            raise LoginError(problem)
 
     return {
         "user": user,

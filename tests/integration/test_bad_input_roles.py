@@ -86,6 +86,8 @@ PYTHON = [
     v("uv-dir-tmp", "tpu_python_uv_dir", "/tmp/uv"),
     v("uv-dir-opt", "tpu_python_uv_dir", "/opt"),
     v("uv-link-bin", "tpu_python_uv_link", "/usr/bin/uv"),
+    v("uv-link-python3", "tpu_python_uv_link", "/usr/local/bin/python3"),
+    v("uv-link-sudo", "tpu_python_uv_link", "/usr/local/bin/sudo"),
     v("apt-retries-word", "tpu_python_apt_retries", "many"),
     v("apt-retries-negative", "tpu_python_apt_retries", -1),
     v("apt-retries-big", "tpu_python_apt_retries", 101),
@@ -120,6 +122,8 @@ FRAMEWORK = [
     v("extra-dict", "tpu_framework_extra_requirements", {"flax": "0.12"}, "dict"),
     v("requirements-missing", "tpu_framework_requirements_file", "/nonexistent/requirements.txt"),
     v("venv-relative", "tpu_venv_path", "venv310"),
+    v("venv-outside", "tpu_venv_path", "/srv/venv"),  # the login contract's venv rule
+    v("venv-var-run", "tpu_venv_path", "/var/run/venv"),
     v("login-user-missing", "tpu_login_user", "nosuchuser-x9"),
     v("installer", "tpu_framework_installer", "conda"),
     v(
@@ -176,6 +180,8 @@ TCMALLOC = [
     v("venv-relative", "tpu_venv_path", ".venv310"),
     v("venv-tilde", "tpu_venv_path", "~/.venv310"),
     v("venv-dotdot", "tpu_venv_path", "/home/tpu/../root/.venv"),
+    v("venv-outside", "tpu_venv_path", "/data/venv"),
+    v("venv-spool", "tpu_venv_path", "/var/spool/venv"),
     v("library-relative", "tpu_tcmalloc_library", "libtcmalloc.so.4"),
     v("library-other", "tpu_tcmalloc_library", "/usr/lib/libjemalloc.so.2"),
     v(
@@ -240,6 +246,35 @@ NFS = [
     v("mount-mnt", "tpu_nfs_mount_point", "/mnt"),
     v("mount-etc", "tpu_nfs_mount_point", "/etc/shared"),
     v("mount-space", "tpu_nfs_mount_point", "/mnt/my share"),
+    v("mount-var-run", "tpu_nfs_mount_point", "/var/run/shared"),
+    v("mount-var-lock", "tpu_nfs_mount_point", "/var/lock/shared"),
+    v("export-var-spool", "tpu_nfs_export_path", "/var/spool/shared"),
+    v("export-var-mail", "tpu_nfs_export_path", "/var/mail"),
+    # the login user's home or inside it (its .ssh) is never shared or mounted over
+    c(
+        "export-login-home",
+        {"tpu_login_user": "tpu", "tpu_nfs_export_path": "/home/tpu"},
+        "tpu_nfs_export_path",
+        "/home/tpu",
+    ),
+    c(
+        "export-ssh",
+        {"tpu_login_user": "tpu", "tpu_nfs_export_path": "/home/tpu/.ssh"},
+        "tpu_nfs_export_path",
+        "/home/tpu/.ssh",
+    ),
+    c(
+        "mount-login-home",
+        {"tpu_login_user": "tpu", "tpu_nfs_mount_point": "/home/tpu"},
+        "tpu_nfs_mount_point",
+        "/home/tpu",
+    ),
+    c(
+        "mount-ssh",
+        {"tpu_login_user": "tpu", "tpu_nfs_mount_point": "/home/tpu/.ssh"},
+        "tpu_nfs_mount_point",
+        "/home/tpu/.ssh",
+    ),
     c(
         "share-dotdot",
         {"tpu_nfs_backend": "ganesha", "tpu_nfs_share_path": "/srv/../etc"},

@@ -125,6 +125,8 @@ class Worker:
             "tpu_framework_version": "0.10.2",
             "tpu_venv_path": str(self.venv),
             "tpu_login_user": "root",
+            # the login contract puts a venv in the login home or /opt: here, the test's folder
+            "tpu_login_home": str(self.root),
             "tpu_framework_installer": self.installer,
             "tpu_framework_uv_bin": str(UV),
             "tpu_framework_index_url": self.index,

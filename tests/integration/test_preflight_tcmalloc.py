@@ -15,12 +15,12 @@ def test_framework_mode_without_the_venv_changes_nothing() -> None:
         "tcmalloc",
         {
             "tpu_tcmalloc_mode": "framework",
-            "tpu_venv_path": "/nonexistent/cloudtpu-test/.venv310",
+            "tpu_venv_path": "/opt/cloudtpu-test-nonexistent/.venv310",
         },
         check=False,
     )
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-3000:]
     assert "tpu_tcmalloc_mode is framework but the venv" in output, output[-3000:]
-    assert "/nonexistent/cloudtpu-test/.venv310" in output, output[-3000:]
+    assert "/opt/cloudtpu-test-nonexistent/.venv310" in output, output[-3000:]
     assert not [ln for ln in output.splitlines() if ln.startswith("changed:")], output[-3000:]

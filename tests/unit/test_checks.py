@@ -53,6 +53,23 @@ PATH_REFUSED = [
     ("/var/lib", {}, "it is a system folder", "system folder"),
     ("/var/log", {}, "it is a system folder", "system folder"),
     ("/var/lib/dpkg/x", {}, "in the system folder /var/lib/dpkg", "system folder"),
+    ("/var/run", {}, "it is a system folder", "system folder"),
+    ("/var/run/tpu", {}, "in the system folder /var/run", "system folder"),
+    ("/var/lock/x", {}, "in the system folder /var/lock", "system folder"),
+    ("/var/spool/cron", {}, "in the system folder /var/spool", "system folder"),
+    ("/var/mail", {}, "it is a system folder", "system folder"),
+    ("/var/mail/tpu", {}, "in the system folder /var/mail", "system folder"),
+    # the python role's uv link is named uv, so it never replaces another command
+    (
+        "/usr/local/bin/python3",
+        {"under": ["/usr/local"], "basename": "uv"},
+        "does not match uv",
+        "uv",
+    ),
+    ("/usr/local/bin/sudo", {"under": ["/usr/local"], "basename": "uv"}, "does not match uv", "uv"),
+    # the nfs export and mount point: never the login home or in it
+    (HOME, {"not_under": [HOME]}, "it is in /home/tpu", "not in /home/tpu"),
+    ("/home/tpu/.ssh", {"not_under": [HOME]}, "it is in /home/tpu", "not in /home/tpu"),
     ("/tmp", {}, "it is a system folder", "system folder"),
     ("/root", {}, "it is a system folder", "system folder"),
     ("/home", {}, "it is a system folder", "system folder"),
@@ -113,6 +130,9 @@ PATH_ACCEPTED = [
     ("/home/tpu/.venv310", {"under": [HOME, "/opt"]}),
     ("/opt/venvs/jax", {"under": [HOME, "/opt"]}),
     ("/mnt/shared", {"not_under": ["/home"]}),
+    ("/home/tpux/share", {"not_under": [HOME]}),
+    ("/usr/local/bin/uv", {"under": ["/usr/local"], "basename": "uv"}),
+    ("/var/runner", {}),
 ]
 
 

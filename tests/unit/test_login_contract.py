@@ -84,6 +84,12 @@ def test_facts_are_never_read() -> None:
         ({"tpu_login_user": "tpu", "tpu_login_home": "/home/../etc"}, ["tpu_login_home", ".."]),
         ({"tpu_login_user": "tpu", "tpu_venv_path": "~/.venv"}, ["tpu_venv_path", "~/.venv"]),
         ({"tpu_login_user": "tpu", "tpu_venv_path": "/opt//v"}, ["tpu_venv_path"]),
+        # a venv only in the login home or /opt, as the python role makes it
+        ({"tpu_login_user": "tpu", "tpu_venv_path": "/srv/venv"}, ["tpu_venv_path", "/opt"]),
+        ({"tpu_login_user": "tpu", "tpu_venv_path": "/home/tpux/v"}, ["tpu_venv_path", "inside"]),
+        ({"tpu_login_user": "tpu", "tpu_venv_path": "/opt"}, ["tpu_venv_path", "system folder"]),
+        ({"tpu_login_user": "tpu", "tpu_venv_path": "/var/run/v"}, ["tpu_venv_path", "/var/run"]),
+        ({"tpu_login_user": "tpu", "tpu_venv_path": "/home/tpu"}, ["tpu_venv_path", "inside"]),
         ({"tpu_login_user": "tpu", "tpu_python_version": 3.1}, ["tpu_python_version", "3.1"]),
         ({"tpu_login_user": "tpu", "tpu_python_version": "python3"}, ["tpu_python_version"]),
     ],
