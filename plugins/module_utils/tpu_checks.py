@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
@@ -295,6 +296,8 @@ def number_problem(
         allowed = f"{kind} of at most {maximum:g}"
     else:
         allowed = kind
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{name} is {_shown(value)}: not a finite number; allowed: {allowed}."
     number = _number(value, integer)
     if number is None:
         return f"{name} is {_shown(value)}: not {kind}; allowed: {allowed}."

@@ -236,6 +236,12 @@ NUM_REFUSED = [
     ("0", {"minimum": 0.05, "integer": False}, "out of range", "a number of at least 0.05"),
     ("nan", {"integer": False}, "not a number", "a number"),
     (101, {"maximum": 100}, "out of range", "a whole number of at most 100"),
+    (float("nan"), {"integer": False}, "not a finite number", "a number"),
+    (float("nan"), {"minimum": 1}, "not a finite number", "a whole number of at least 1"),
+    (float("inf"), {"integer": False, "minimum": 0}, "not a finite number", "at least 0"),
+    (float("-inf"), {"integer": False, "maximum": 60}, "not a finite number", "at most 60"),
+    ("inf", {"integer": False}, "not a number", "a number"),
+    ("-Infinity", {"integer": False}, "not a number", "a number"),
     ([3], {}, "not a whole number", "a whole number"),
 ]
 
@@ -311,6 +317,10 @@ OPTIONS_REFUSED = [
     ({"retry_max_sleep": -1.0}, "retry_max_sleep", "from 0 to 600"),
     ({"request_timeout": 0}, "request_timeout", "from 1 to 3600"),
     ({"page_size": 0}, "page_size", "from 1 to 1000"),
+    ({"poll_interval": float("nan")}, "poll_interval", "a number from 0.05 to 3600"),
+    ({"timeout": float("inf")}, "timeout", "a whole number from 1 to 604800"),
+    ({"retry_max_sleep": float("inf")}, "retry_max_sleep", "from 0 to 600"),
+    ({"request_timeout": float("-inf")}, "request_timeout", "from 1 to 3600"),
 ]
 
 

@@ -197,3 +197,28 @@ def test_inventory_source_refused(
     with pytest.raises(AnsibleParserError, match=pattern):
         parse_source(tmp_path, api, **options)
     assert api.calls() == {}, f"API called before the source was checked: {api.calls()}"
+
+
+# "nan" and "inf" become floats through the modules' float options: refused, not compared.
+NOT_FINITE = [
+    ("tpu_node", {"poll_interval": "nan"}, "poll_interval", "NaN"),
+    ("tpu_queued_resource", {"poll_interval": "inf"}, "poll_interval", "Infinity"),
+    ("tpu_node_info", {"retry_max_sleep": "-inf"}, "retry_max_sleep", "-Infinity"),
+]
+
+
+@pytest.mark.parametrize(
+    ("module", "bad", "option", "shown"),
+    NOT_FINITE,
+    ids=[f"{m}-{json.dumps(b)}" for m, b, _, _ in NOT_FINITE],
+)
+def test_module_refuses_nan_and_infinity(
+    api: Api, module: str, bad: dict[str, Any], option: str, shown: str
+) -> None:
+    api.reset_calls()
+    outcome = run_module(module, api.auth(**BASE[module], **bad))
+    assert outcome.failed, outcome.result
+    assert outcome.msg.startswith(f"{option} is {shown}: not a finite number; allowed: "), (
+        outcome.msg
+    )
+    assert api.calls() == {}, f"API called before the options were checked: {api.calls()}"
