@@ -237,7 +237,7 @@ def babysit_decide(
         return dict(
             result,
             action="restart",
-            message=f"the run is gone on {where} without an exit code (its process ended with "
+            message=f"the run is gone on {where} without an exit code of its own (its process ended with "
             f"the worker's reboot, a maintenance event or a kill) while every node is READY: "
             f"restart {recoveries + 1}",
         )

@@ -24,7 +24,9 @@ def start_time(pid: int) -> str:
 
 
 def boot() -> str:
-    return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    """This boot as the run wrapper records it: the kernel's boot id and process 1's start."""
+    kernel = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return f"{kernel}:{start_time(1)}"
 
 
 def write(tmp_path: Path, rc: int | None = None, **record) -> Path:
@@ -68,8 +70,8 @@ def test_an_old_record_without_start_time_trusts_the_pid(tmp_path: Path, process
     [
         # The pid now belongs to another process (a restarted container numbers from 1 again).
         {"pid_start": 1},
-        # The worker booted again since the run started.
-        {"boot": "00000000-0000-0000-0000-000000000000"},
+        # The worker booted again since the run started (or its container restarted).
+        {"boot": "00000000-0000-0000-0000-000000000000:1"},
     ],
 )
 def test_another_process_with_the_runs_pid_is_not_the_run(tmp_path: Path, process, change):
@@ -106,3 +108,21 @@ def test_watch_waits_for_the_exit_code(tmp_path: Path, process):
     finally:
         writer.join()
     assert got == {"run_id": RUN, "state": "exited", "rc": 0}
+
+
+@pytest.mark.parametrize(
+    ("rc", "same_boot", "state"),
+    [
+        # A reboot's shutdown signalled the run, and the wrapper wrote 143 as it went down.
+        (143, False, "gone"),
+        (137, False, "gone"),
+        # The run ended by itself before the reboot: its exit code stands.
+        (0, False, "exited"),
+        (7, False, "exited"),
+        # Signalled in this boot (a user's kill): the run ended, with that code.
+        (143, True, "exited"),
+    ],
+)
+def test_an_exit_code_written_by_a_shutdown_is_not_the_runs_end(tmp_path, rc, same_boot, state):
+    write(tmp_path, rc=rc, pid=2**22 + 7, boot=boot() if same_boot else "another-boot:42")
+    assert watch(tmp_path)["state"] == state
