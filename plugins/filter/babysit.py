@@ -162,7 +162,8 @@ def _seen(value: Any) -> tuple[str, int | None]:
             value = json.loads(text.splitlines()[-1]) if text else None
         except ValueError:
             return "unknown", None
-    if isinstance(value, Mapping) and value.get("state") in ("exited", "running", "gone", "missing"):
+    states = ("exited", "running", "gone", "missing")
+    if isinstance(value, Mapping) and value.get("state") in states:
         rc = value.get("rc")
         if value["state"] == "exited" and isinstance(rc, int) and not isinstance(rc, bool):
             return "exited", rc
@@ -237,9 +238,9 @@ def babysit_decide(
         return dict(
             result,
             action="restart",
-            message=f"the run is gone on {where} without an exit code of its own (its process ended with "
-            f"the worker's reboot, a maintenance event or a kill) while every node is READY: "
-            f"restart {recoveries + 1}",
+            message=f"the run is gone on {where} without an exit code of its own (its process "
+            "ended with the worker's reboot, a maintenance event or a kill) while every node is "
+            f"READY: restart {recoveries + 1}",
         )
     if workers and all(rc is not None for rc in workers.values()):
         if all(rc == 0 for rc in workers.values()):
