@@ -211,6 +211,23 @@ def device_glob_problem(value: Any, name: str) -> str:
 
 
 _WORLD = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
+# "The world" is also any set covering more than half of the IPv4 space or of the IPv6 global
+# unicast space (2000::/3): all but a few addresses is the internet still.
+_INTERNET = {4: ipaddress.ip_network("0.0.0.0/0"), 6: ipaddress.ip_network("2000::/3")}
+_MAPPED = ipaddress.ip_network("::ffff:0:0/96")
+
+
+def _share(networks: list, version: int) -> float:
+    """The share (0 to 1) of the internet of ``version`` that ``networks`` cover together."""
+    space = _INTERNET[version]
+    same = [n for n in networks if n.version == version]
+    covered = 0
+    for net in ipaddress.collapse_addresses(same):
+        if net.subnet_of(space):
+            covered += net.num_addresses
+        elif space.subnet_of(net):
+            covered += space.num_addresses
+    return covered / space.num_addresses
 
 
 def network_problem(
@@ -243,8 +260,10 @@ def network_problem(
     for item in items:
         if not isinstance(item, str) or not item.strip():
             return problem(f"{_shown(item)} is not a network")
+        if item != item.strip() or "%" in item:
+            return problem(f"{_shown(item)} has spaces, a line break or a scope id (%)")
         try:
-            networks.append(ipaddress.ip_network(item.strip(), strict=True))
+            networks.append(ipaddress.ip_network(item, strict=True))
         except ValueError as exc:
             hint = ""
             try:
@@ -256,10 +275,23 @@ def network_problem(
         world_ok = boolean(allow_world, strict=True)
     except TypeError:
         return f"{world_flag or 'allow_world'} must be true or false; got {_shown(allow_world)}."
+    # an IPv4-mapped IPv6 range (::ffff:0:0/96) reaches the IPv4 addresses it maps
+    for net in [n for n in networks if n.version == 6 and n.subnet_of(_MAPPED)]:
+        networks.append(
+            ipaddress.ip_network((int(net.network_address) & 0xFFFFFFFF, net.prefixlen - 96))
+        )
+    if world_ok:
+        return ""
     for world in _WORLD:
         same = [n for n in networks if n.version == world.version]
-        if same and world in ipaddress.collapse_addresses(same) and not world_ok:
+        if same and world in ipaddress.collapse_addresses(same):
             return problem(f"together these cover every IPv{world.version} address ({world})")
+    for version, space in _INTERNET.items():
+        share = _share(networks, version)
+        if share > 0.5:
+            return problem(
+                f"together these cover {share:.4%} of the IPv{version} internet ({space})"
+            )
     return ""
 
 
@@ -337,7 +369,7 @@ NODE_STATES = (
     "UNKNOWN",
 )
 # An inventory host name: no spaces, commas, colons (ports), brackets (ranges) or quotes.
-_HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}$")
+_HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}")
 # What a hostname template is tried with: values of the shapes the API gives.
 HOSTNAME_SAMPLE = {
     "node": "my-node",
@@ -410,7 +442,7 @@ def hostname_problem(value: Any, name: str = "hostname", sample: Mapping | None 
             f"{name} is {_shown(value)}: it must contain {{worker_id}}, else the workers of a "
             f"node get the same name; allowed: {allowed}."
         )
-    if not _HOST_NAME.match(rendered):
+    if not _HOST_NAME.fullmatch(rendered):
         return (
             f"{name} is {_shown(value)}: it gives {_shown(rendered)}, not a valid host name; "
             f"allowed: {allowed}."

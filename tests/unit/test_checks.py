@@ -6,6 +6,7 @@ allowed; every accepted case to return exactly ''.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from typing import Any
 
@@ -170,6 +171,21 @@ NET_REFUSED = [
         "every IPv4",
         "set tpu_nfs_allow_world=true",
     ),
+    # all but one address is the world still: 32 ranges that leave out 0.0.0.0 only
+    (
+        [f"{ipaddress.IPv4Address(1 << (31 - i))}/{i + 1}" for i in range(32)],
+        {},
+        "cover 100.0000% of the IPv4 internet",
+        "not the whole internet",
+    ),
+    (["0.0.0.0/1", "128.0.0.0/2"], {}, "cover 75.0000% of the IPv4 internet", "not the whole"),
+    (["2000::/4", "3000::/5"], {}, "cover 75.0000% of the IPv6 internet (2000::/3)", "CIDR"),
+    (["0.0.0.0/1", "::/1", "8000::/2"], {}, "100.0000% of the IPv6 internet", "CIDR form"),
+    (["::ffff:0:0/96"], {}, "every IPv4 address (0.0.0.0/0)", "not the whole internet"),
+    (["::ffff:0.0.0.0/97", "::ffff:128.0.0.0/97"], {}, "every IPv4 address", "not the whole"),
+    (["fe80::%eth0/64"], {}, "a scope id (%)", "CIDR form"),
+    (["10.0.0.0/8\n"], {}, "a line break", "CIDR form"),
+    ([" 10.0.0.0/8"], {}, "spaces", "CIDR form"),
     ("10.0.0.1/8", {}, "not a valid CIDR", "CIDR form"),
     ("10.0.0.0/33", {}, "not a valid CIDR", "CIDR form"),
     ("300.1.1.1/32", {}, "not a valid CIDR", "CIDR form"),
@@ -202,7 +218,9 @@ NET_ACCEPTED = [
     (["10.130.0.0/20", "192.168.1.7"], {}),
     (["fd00::/64", "10.0.0.0/8"], {}),
     (["0.0.0.0/1"], {}),  # half the internet is still not the world
-    (["0.0.0.0/1", "::/1", "8000::/2"], {}),
+    (["0.0.0.0/1", "4000::/3"], {}),  # half of each internet at most
+    (["::ffff:10.0.0.0/104"], {}),
+    (["0.0.0.0/1", "128.0.0.0/2"], {"allow_world": True}),
     (["0.0.0.0/0"], {"allow_world": True}),
     (["0.0.0.0/0"], {"allow_world": "yes"}),
     (["::/0"], {"allow_world": "true"}),

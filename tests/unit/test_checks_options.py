@@ -116,6 +116,7 @@ HOSTNAMES_REFUSED = [
     ("{node}[{worker_id}]", 'it gives "my-node[0]", not a valid host name'),
     ("{node},{worker_id}", 'it gives "my-node,0", not a valid host name'),
     ("-{node}-{worker_id}", 'it gives "-my-node-0", not a valid host name'),
+    ("{node}-w{worker_id}\n", 'it gives "my-node-w0\\n", not a valid host name'),
     ("{node}-{index}", "it uses {index}, no such field"),
     ("{node}-{worker_id", "not a format string"),
     ("{node}", "it must contain {worker_id}"),
