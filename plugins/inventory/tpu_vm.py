@@ -225,10 +225,12 @@ from ansible.errors import AnsibleError, AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.unsafe_proxy import wrap_var
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import TpuApiError, TpuClient
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import config_problems
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
     accelerator_facts,
     node_accelerator_type,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_inventory_checks import (
+    config_problems,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import job_vars, pod_vars
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import node_matches

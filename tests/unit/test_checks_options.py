@@ -1,6 +1,6 @@
 """Numeric options of the TPU modules and the tpu_vm inventory's configuration are refused
-before any API call (module_utils/tpu_checks: OPTION_LIMITS, states_problem, hostname_problem,
-config_problems).
+before any API call (module_utils/tpu_checks: OPTION_LIMITS; module_utils/tpu_inventory_checks:
+states_problem, hostname_problem, config_problems).
 
 The review found: timeout -5 created a node then failed; poll interval 'abc' (0.0 after a
 playbook's ``| float``) polled 100 times a second; retries -3 silently became 1; ``states:
@@ -20,7 +20,7 @@ from ansible.errors import AnsibleParserError
 from ansible.inventory.data import InventoryData
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import inventory_loader
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_inventory_checks import (
     NODE_STATES,
     config_problems,
     hostname_problem,

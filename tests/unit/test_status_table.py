@@ -215,9 +215,7 @@ ANSWERED = {"item": "q", "changed": False, "failed": False, "nodes": [], "zones"
 
 def test_api_errors_of_a_loop_under_failed_when_false():
     assert api_errors([ANSWERED]) == []
-    assert api_errors([REFUSED, ANSWERED]) == [
-        "TPU API error for project p: " + REFUSED["msg"]
-    ]
+    assert api_errors([REFUSED, ANSWERED]) == ["TPU API error for project p: " + REFUSED["msg"]]
     # failed absent, as a module result without it
     assert len(api_errors([{k: v for k, v in REFUSED.items() if k != "failed"}])) == 1
     assert FilterModule().filters()["status_api_errors"] is api_errors
