@@ -265,3 +265,56 @@ def test_refresh_rewrites_the_file_last_written(tmp_path: Path, config: Path):
     seen = ssh_g(config, "pod-w0")
     assert seen["hostname"] == "198.51.100.20", config.read_text()
     assert seen["proxyjump"] == "jump", config.read_text()  # the recorded option is kept
+
+
+def test_refresh_rewrites_every_file_written_with_its_own_options(tmp_path: Path, config: Path):
+    # As after `make demo` (.demo/ssh_config) and then the README's run (~/.ssh/config).
+    demo = tmp_path / "demo" / "ssh_config"
+    inventory = write_inventory(tmp_path / "inventory.json", {"pod-w0": "203.0.113.10"})
+    first = run(
+        inventory, "-e", f"tpu_ssh_config_path={demo}", "-e", "tpu_ssh_config_proxy_jump=jump"
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = run(inventory, "-e", f"tpu_ssh_config_path={config}", "-e", "tpu_ssh_config_port=2200")
+    assert second.returncode == 0, second.stdout + second.stderr
+
+    write_inventory(inventory, {"pod-w0": "198.51.100.20"})
+    refreshed = run(inventory, "-e", "tpu_ssh_config_refresh=true")
+    assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    demo_seen, config_seen = ssh_g(demo, "pod-w0"), ssh_g(config, "pod-w0")
+    evidence = f"--- demo:\n{demo.read_text()}\n--- config:\n{config.read_text()}"
+    assert demo_seen["hostname"] == config_seen["hostname"] == "198.51.100.20", evidence
+    # Each file keeps the options it was written with.
+    assert (demo_seen["proxyjump"], demo_seen["port"]) == ("jump", "22"), evidence
+    assert "proxyjump" not in config_seen and config_seen["port"] == "2200", evidence
+    assert stat.S_IMODE(demo.stat().st_mode) == 0o600, oct(demo.stat().st_mode)
+    assert stat.S_IMODE(demo.parent.stat().st_mode) == 0o700, oct(demo.parent.stat().st_mode)
+    assert BEFORE in config.read_text(), evidence
+
+    # With tpu_ssh_config_refresh_path, only that file.
+    write_inventory(inventory, {"pod-w0": "192.0.2.30"})
+    one = run(
+        inventory, "-e", "tpu_ssh_config_refresh=true", "-e", f"tpu_ssh_config_refresh_path={demo}"
+    )
+    assert one.returncode == 0, one.stdout + one.stderr
+    assert ssh_g(demo, "pod-w0")["hostname"] == "192.0.2.30", demo.read_text()
+    assert ssh_g(config, "pod-w0")["hostname"] == "198.51.100.20", config.read_text()
+
+
+def test_refresh_reads_a_record_of_the_earlier_shape(tmp_path: Path, config: Path):
+    inventory = write_inventory(tmp_path / "inventory.json", {"pod-w0": "198.51.100.20"})
+    record = tmp_path / "ssh_config_record.json"
+    # One file per block name, as the record was before it kept every file.
+    options = {
+        "path": str(config),
+        "user": "",
+        "identity_file": "",
+        "proxy_jump": "jump",
+        "port": "",
+    }
+    record.write_text(json.dumps({str(inventory): options}))
+    refreshed = run(inventory, "-e", "tpu_ssh_config_refresh=true")
+    assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    seen = ssh_g(config, "pod-w0")
+    assert (seen["hostname"], seen["proxyjump"]) == ("198.51.100.20", "jump"), config.read_text()
+    assert json.loads(record.read_text())[str(inventory)] == {"files": {str(config): options}}
