@@ -41,7 +41,7 @@ options:
       - Where the nodes were looked for, one mapping per project with C(project) (or C(item),
         as in the registered results of a loop over projects), C(zones) (empty means every
         zone), and C(msg) when the API refused (with C(failed) true, or absent or false as
-        C(failed_when: false) leaves it; a result without C(nodes) and with C(msg) failed).
+        C(failed_when) false leaves it; a result without C(nodes) and with C(msg) failed).
     type: list
     elements: dict
     default: []
