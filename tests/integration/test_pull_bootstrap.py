@@ -165,13 +165,14 @@ def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_
         checks = (
             f"cat /var/lib/cloudtpu/pull.rc; {venv}/bin/python -V; command -v tpu-unlock; "
             "sudo stat -c '%a %U' /etc/cloudtpu/pull/env; "
-            "sudo grep -c 'ok=' /var/log/cloudtpu-pull.log"
+            "sudo grep -c 'ok=' /var/log/cloudtpu-pull.log; "
+            "sudo grep '^pull: ' /var/log/cloudtpu-pull.log"
         )
         ansible = [str(BIN / "ansible"), "-i", "inventories/demo", WORKER]
         probe = run([*ansible, "-m", "ansible.builtin.shell", "-a", checks], env, 120)
         assert probe.returncode == 0, probe.tail()
         lines = probe.stdout.split(">>", 1)[1].split("\n")[1:]
-        print("worker:", lines)
+        print("worker:", *lines, sep="\n  ")
         assert lines[0] == "0", lines
         assert lines[1] == f"Python {PYTHON}" or lines[1].startswith(f"Python {PYTHON}."), lines
         assert lines[2] == "/usr/local/bin/tpu-unlock", lines
