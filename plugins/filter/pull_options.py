@@ -33,7 +33,7 @@ options:
     description: The raw values (None or missing takes the default), keys C(bootstrap),
       C(repo), C(version), C(tags), C(ansible), C(requirements), C(installer), C(uv_version),
       C(auth_kind), C(access_token), C(api_endpoint), C(vars), C(wait), C(timeout),
-      C(login_user), C(project), C(zone), C(nodes).
+      C(login_user), C(project), C(zone), C(nodes), C(metadata) (the user's own node metadata).
     type: dict
     required: true
 """
@@ -199,6 +199,12 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
     problem = number_problem(timeout, "tpu_provision_pull_timeout", minimum=1, maximum=86400)
     if problem:
         problems.append(problem)
+    metadata = raw.get("metadata") or {}
+    if isinstance(metadata, Mapping) and "startup-script" in metadata:
+        problems.append(
+            "tpu_provision_metadata has a startup-script of its own, and pull mode writes the "
+            "node's startup-script; run yours from a role, or bootstrap with push."
+        )
     nodes = _list(raw.get("nodes")) or []
     login_user = str(raw.get("login_user") or "")
 

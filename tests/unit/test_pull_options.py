@@ -72,6 +72,7 @@ def test_a_bad_mode_is_named_with_its_value_and_the_allowed_ones(value):
         ("vars", ["a"], "tpu_provision_pull_vars must be a mapping"),
         ("wait", "maybe", "tpu_provision_pull_wait must be true or false"),
         ("timeout", 0, "tpu_provision_pull_timeout"),
+        ("metadata", {"startup-script": "echo hi"}, "a startup-script of its own"),
     ],
 )
 def test_each_pull_variable_is_checked(key, value, words):
