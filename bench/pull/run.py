@@ -5,7 +5,9 @@ For every worker count, on a fresh pod each time (the TPU API emulator with its 
 push is provision.yml, then ``ansible-playbook site.yml --tags TAGS`` from this machine over SSH;
 pull is provision.yml with ``tpu_provision_bootstrap=pull`` and the same tags (each worker's
 startup-script installs a pinned Ansible and runs ansible-pull of site.yml with a local
-connection; provision waits until every worker has reported its exit code). Measured for each:
+connection; provision waits until every worker has reported its exit code); nowait is pull with
+``tpu_provision_pull_wait=false`` (provision returns once SSH answers: the controller's own share
+of a pull). Measured for each:
 wall time until every worker is bootstrapped, and the controller's CPU time (user + system of
 the ansible processes this script starts and waits for: resource.getrusage(RUSAGE_CHILDREN)
 around them). The workers' own CPU is not the controller's and is not counted on either side.
@@ -217,10 +219,14 @@ class Bench:
                     "tpu_provision_pull_access_token": "bench-token",
                     "tpu_provision_pull_api_endpoint": f"http://host.docker.internal:{self.opts.port}/v2",
                     "tpu_provision_pull_installer": self.opts.installer,
+                    # nowait: provision returns once SSH answers; the workers go on alone
+                    "tpu_provision_pull_wait": kind == "pull",
                 }
                 argv = [*self.provision_args(name, workers), "-e", json.dumps(pull)]
                 wall, cpu = measured(argv, self.env, logs.with_suffix(".provision.log"))
-                row.update(wall=wall, cpu=cpu, worker_seconds=self.worker_seconds(name))
+                row.update(wall=wall, cpu=cpu)
+                if kind == "pull":
+                    row["worker_seconds"] = self.worker_seconds(name)
         finally:
             teardown = [
                 "ansible-playbook",
@@ -288,8 +294,9 @@ def markdown(data: dict[str, Any]) -> str:
         data["header"],
         "",
         "| workers | push wall | pull wall | pull/push | push controller CPU "
-        "| pull controller CPU | pull/push | on the slowest worker: Ansible install, whole pull |",
-        "|---|---|---|---|---|---|---|---|",
+        "| pull controller CPU | pull/push | pull without waiting: controller CPU "
+        "| on the slowest worker: Ansible install, whole pull |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for n in counts:
         push, pull = rows.get(("push", n)), rows.get(("pull", n))
@@ -300,15 +307,17 @@ def markdown(data: dict[str, Any]) -> str:
         if worker:
             install = max(w["install"] for w in worker)
             inside = f"{install:.0f} s, {max(w['total'] for w in worker):.0f} s"
+        nowait = rows.get(("nowait", n))
+        alone = f"{nowait['cpu']:.1f} s" if nowait else "-"
         lines.append(
             f"| {n} | {push['wall']:.1f} s | {pull['wall']:.1f} s "
             f"| {ratio(pull['wall'], push['wall'])} | {push['cpu']:.1f} s | {pull['cpu']:.1f} s "
-            f"| {ratio(pull['cpu'], push['cpu'])} | {inside} |"
+            f"| {ratio(pull['cpu'], push['cpu'])} | {alone} | {inside} |"
         )
     first, last = counts[0], counts[-1]
     if first != last:
         lines.append("")
-        for kind in ("push", "pull"):
+        for kind in ("push", "pull", "nowait"):
             a, b = rows.get((kind, last)), rows.get((kind, first))
             if a and b:
                 lines.append(
@@ -358,6 +367,10 @@ def main() -> int:
     parser.add_argument(
         "--image", help="worker image (default: the emulator's, cloudtpu-pod-worker:current)"
     )
+    parser.add_argument(
+        "--sides", nargs="+", default=["push", "pull", "nowait"], choices=["push", "pull", "nowait"]
+    )
+    parser.add_argument("--add", action="store_true", help="add the rows to those of --results")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument(
         "--markdown", type=Path, help="update the push-against-pull section of this file"
@@ -379,7 +392,7 @@ def main() -> int:
         rows = []
         try:
             for index, workers in enumerate(opts.workers):
-                order = ["push", "pull"] if index % 2 == 0 else ["pull", "push"]
+                order = opts.sides if index % 2 == 0 else opts.sides[::-1]
                 rows += [bench.side(kind, workers) for kind in order]
         finally:
             bench.stop()
@@ -393,6 +406,11 @@ def main() -> int:
             "options": {k: str(v) for k, v in vars(opts).items()},
             "rows": rows,
         }
+        if opts.add and opts.results.exists():
+            old = json.loads(opts.results.read_text(encoding="utf-8"))
+            new = {(r["kind"], r["workers"]) for r in rows}
+            keep = [r for r in old["rows"] if (r["kind"], r["workers"]) not in new]
+            data = {**old, "rows": keep + rows}
         opts.results.parent.mkdir(parents=True, exist_ok=True)
         opts.results.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     text = markdown(data)
