@@ -43,7 +43,7 @@ def main() -> int:
         ax.set_xticks(sorted({r["workers"] for r in rows}))
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=8)  # the panel with every side
     fig.suptitle("Bootstrap (python, libtpu): push against pull")
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
