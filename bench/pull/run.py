@@ -47,6 +47,7 @@ TYPES = {1: "v4-8", 2: "v4-16", 4: "v4-32", 8: "v4-64"}
 MARK_START = "<!-- bench-pull:start -->"
 MARK_END = "<!-- bench-pull:end -->"
 EMULATOR_ID = "benchpull"
+PLAYBOOK = ["ansible-playbook", "-i", "inventories/demo"]
 
 
 def log(message: str) -> None:
@@ -174,14 +175,7 @@ class Bench:
             "tpu_provision_known_hosts": str(BENCH / "known_hosts"),
             "tpu_provision_poll_interval": 1,
         }
-        return [
-            "ansible-playbook",
-            "-i",
-            "inventories/demo",
-            "playbooks/provision.yml",
-            "-e",
-            json.dumps(values),
-        ]
+        return [*PLAYBOOK, "playbooks/provision.yml", "-e", json.dumps(values)]
 
     def side(self, kind: str, workers: int) -> dict[str, Any]:
         name = f"bench-{kind}-{workers}-{self.stamp}"
@@ -194,9 +188,7 @@ class Bench:
                     self.provision_args(name, workers), self.env, logs.with_suffix(".provision.log")
                 )
                 site = [
-                    "ansible-playbook",
-                    "-i",
-                    "inventories/demo",
+                    *PLAYBOOK,
                     "site.yml",
                     "--limit",
                     f"{name}-w*",
@@ -228,37 +220,19 @@ class Bench:
                 if kind == "pull":
                     row["worker_seconds"] = self.worker_seconds(name)
         finally:
-            teardown = [
-                "ansible-playbook",
-                "-i",
-                "inventories/demo",
-                "playbooks/teardown.yml",
-                "-e",
-                json.dumps(
-                    {
-                        "tpu_teardown_confirm": True,
-                        "tpu_provision_name": name,
-                        "tpu_provision_zone": ZONE,
-                        "tpu_provision_project": PROJECT,
-                        "tpu_teardown_poll_interval": 1,
-                    }
-                ),
-            ]
+            values = {"tpu_teardown_confirm": True, "tpu_provision_name": name}
+            values.update(tpu_provision_zone=ZONE, tpu_provision_project=PROJECT)
+            values["tpu_teardown_poll_interval"] = 1
+            teardown = [*PLAYBOOK, "playbooks/teardown.yml", "-e", json.dumps(values)]
             subprocess.run(teardown, cwd=REPO, env=self.env, capture_output=True, check=False)
         log(f"  wall {row['wall']:.1f} s, controller CPU {row['cpu']:.1f} s")
         return row
 
     def worker_seconds(self, name: str) -> list[dict[str, float]]:
         """From each worker's pull log: when Ansible was installed and when the pull ended."""
+        label = f"label=cloudtpu.emulator={EMULATOR_ID}"
         names = subprocess.run(
-            [
-                "docker",
-                "ps",
-                "--filter",
-                f"label=cloudtpu.emulator={EMULATOR_ID}",
-                "--format",
-                "{{.Names}}",
-            ],
+            ["docker", "ps", "--filter", label, "--format", "{{.Names}}"],
             capture_output=True,
             text=True,
             check=True,
