@@ -242,6 +242,7 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
             "uv_version": shlex.quote(uv_version),
             "nodes": " ".join(shlex.quote(n) for n in nodes),
             "nodes_count": str(len(nodes)),
+            "login_user": shlex.quote(login_user),
         },
         inventory=json.dumps(inventory, indent=2, sort_keys=True),
         env="".join(f"export {key}={shlex.quote(value)}\n" for key, value in env.items()),

@@ -106,7 +106,7 @@ def test_the_script_pulls_this_node_with_a_local_connection():
     assert 'ansible-pull" -U "$repo" -C "$version"' in script
     assert '--limit "$limit" -c local' in script and "site.yml" in script
     assert '"${nodes[0]}-w$worker"' in script and "nodes=(pod-a)" in script
-    assert '"tpu_login_user": "tpu"' in script
+    assert '"tpu_login_user": "tpu"' in script and "login_user=tpu\n" in script
     assert '"names": [\n    "pod-a"\n  ]' in script and '"plugin": "cloudtpu.pod.tpu_vm"' in script
     assert "export GCP_AUTH_KIND=machineaccount\n" in script
     assert "GCP_ACCESS_TOKEN" not in script and "CLOUDTPU_API_ENDPOINT" not in script
