@@ -28,7 +28,7 @@ NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help setup setup-next docker image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale bench-rulebook emulator-clean demo demo-ssh demo-down test-torch-xla
+.PHONY: help setup setup-next docker image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale bench-rulebook bench-pull emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -128,6 +128,12 @@ bench: setup image ## Bootstrap: the guide's shell script against site.yml on BE
 
 bench-inventory: setup ## Benchmark the tpu_vm inventory (1000 nodes, emulator); updates BENCHMARKS.md
 	python bench/inventory/run.py --markdown BENCHMARKS.md
+
+# Push against pull (make bench-pull): fresh pods of BENCH_PULL_WORKERS workers, python and libtpu roles.
+BENCH_PULL_WORKERS ?= 1 2 4
+
+bench-pull: setup image ## Push against pull: site.yml from here against each worker's ansible-pull, wall and controller CPU; updates BENCHMARKS.md
+	python bench/pull/run.py --workers $(BENCH_PULL_WORKERS) --markdown BENCHMARKS.md
 
 bench-scale: setup image ## Controller scale: 8, 64 and 256 hosts on 3 worker containers (forks, ControlPersist, pipelining, mitogen); updates BENCHMARKS.md
 	python bench/scale/run.py --markdown BENCHMARKS.md

@@ -29,9 +29,14 @@ class EmulatorCli:
     """``python -m tools.tpu_emulator`` with the given state and backend, until stop()."""
 
     def __init__(
-        self, backend: str = "memory", delay: float = 0.1, env: dict[str, str] | None = None
+        self,
+        backend: str = "memory",
+        delay: float = 0.1,
+        env: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         self.backend = backend
+        self.host = host
         self.delay = delay
         self.env = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
         self.proc: subprocess.Popen[str] | None = None
@@ -44,7 +49,8 @@ class EmulatorCli:
 
     def start(self) -> EmulatorCli:
         cmd = [sys.executable, "-m", "tools.tpu_emulator", "--state", str(DEMO_STATE)]
-        cmd += ["--port", "0", "--backend", self.backend, "--operation-delay", str(self.delay)]
+        cmd += ["--host", self.host, "--port", "0", "--backend", self.backend]
+        cmd += ["--operation-delay", str(self.delay)]
         self.proc = subprocess.Popen(
             cmd, cwd=REPO, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -53,7 +59,8 @@ class EmulatorCli:
         if not line.startswith("http"):
             self.stop()
             raise RuntimeError(f"the emulator did not start: {line!r}\n{self.stderr}")
-        self.api_url = line
+        # Listening on every address (0.0.0.0), it is reached on loopback from here.
+        self.api_url = line.replace("//0.0.0.0:", "//127.0.0.1:")
         return self
 
     def stop(self) -> None:

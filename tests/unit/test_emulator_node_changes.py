@@ -16,7 +16,7 @@ import pytest
 from tests.module_harness import PROJECT, TOKEN, ZONE, Api, serve, state
 from tools.tpu_emulator import Emulator, EmulatorServer
 from tools.tpu_emulator.backends import InMemoryBackend, NodeInfo
-from tools.tpu_emulator.docker_backend import ssh_banner, tpu_vm_hostname
+from tools.tpu_emulator.docker_backend import DockerBackend, ssh_banner, tpu_vm_hostname
 
 tpu_api = importlib.import_module("ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api")
 PARENT = f"projects/{PROJECT}/locations/{ZONE}"
@@ -213,3 +213,21 @@ def test_a_closed_port_is_not_ready() -> None:
     port = probe.getsockname()[1]
     probe.close()
     assert ssh_banner("127.0.0.1", port, timeout=0.5) == ""
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        ({"startup-script": "#!/bin/sh\necho hi"}, "#!/bin/sh\necho hi\n"),
+        ({"startup-script": "echo hi\n"}, "echo hi\n"),
+        ({"startup-script": "  \n"}, ""),
+        ({}, ""),
+    ],
+)
+def test_the_startup_script_file_is_root_only_and_empty_without_one(tmp_path, metadata, expected):
+    """The Docker backend copies this file into every worker; the image runs it when not empty."""
+    node = NodeInfo("p", "z", "n", "v4-8", 1, False, metadata=metadata)
+    path = DockerBackend._startup_script_file(None, node, str(tmp_path))  # type: ignore[arg-type]
+    assert path.read_text() == expected
+    assert path.stat().st_mode & 0o777 == 0o700
+    assert tpu_vm_hostname(node, 3).endswith("-w-3")  # what the pull script reads its number from

@@ -80,6 +80,45 @@ UNIT
 ln -sf /etc/systemd/system/cloudtpu-accounts.service \
   /etc/systemd/system/multi-user.target.wants/cloudtpu-accounts.service
 
+# The node's startup-script metadata, run as root at every boot once the network, the accounts
+# and sshd are up, as the TPU VM guest agent does: a script with a #! line runs as itself,
+# anything else with bash. Output goes to the journal and /var/log/cloudtpu-startup.log.
+cat > /usr/local/sbin/cloudtpu-startup <<'SCRIPT'
+#!/bin/bash
+# Run /etc/cloudtpu/startup-script (the node's startup-script metadata); exit with its status.
+set -uo pipefail
+umask 077
+script=${1:-/etc/cloudtpu/startup-script}
+log=/var/log/cloudtpu-startup.log
+[ -s "$script" ] || exit 0
+chmod 0700 "$script"
+if [ "$(head -c 2 "$script")" = '#!' ]; then run=("$script"); else run=(/bin/bash "$script"); fi
+echo "startup-script: started $(date -u +%Y-%m-%dT%H:%M:%SZ)" | tee -a "$log"
+rc=0
+"${run[@]}" < /dev/null 2>&1 | tee -a "$log" || rc=$?
+echo "startup-script: finished $(date -u +%Y-%m-%dT%H:%M:%SZ), exit status $rc" | tee -a "$log"
+exit "$rc"
+SCRIPT
+chmod 0755 /usr/local/sbin/cloudtpu-startup
+cat > /etc/systemd/system/cloudtpu-startup.service <<'UNIT'
+[Unit]
+Description=Run the node's startup-script metadata
+Wants=network-online.target
+After=network-online.target cloudtpu-accounts.service ssh.service
+ConditionFileNotEmpty=/etc/cloudtpu/startup-script
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/cloudtpu-startup
+TimeoutStartSec=0
+Environment=HOME=/root
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+ln -sf /etc/systemd/system/cloudtpu-startup.service \
+  /etc/systemd/system/multi-user.target.wants/cloudtpu-startup.service
+
 # No DNS or resolv.conf baked in: Docker provides them.
 rm -f /etc/hostname
 apt-get clean

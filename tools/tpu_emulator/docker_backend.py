@@ -6,13 +6,20 @@ container per worker (as many as the accelerator type has hosts) from the worker
 systemd as PID 1 and a TPU-VM-like host name (``t1v-n-<hash>-w-<i>``). The node's ``ssh-keys``
 metadata (``user:key`` lines) is written to ``/etc/cloudtpu/ssh-keys`` before the container boots,
 and the image's ``cloudtpu-accounts`` unit turns it into login users with passwordless sudo, as
-the TPU VM guest agent does. A node is READY once every worker's sshd answers with its banner.
+the TPU VM guest agent does. The node's ``startup-script`` metadata, when it has one, is written to
+``/etc/cloudtpu/startup-script`` (root only) and the image's ``cloudtpu-startup`` unit runs it as
+root at every boot, after sshd starts, logging to the journal and /var/log/cloudtpu-startup.log.
+Every container resolves ``host.docker.internal`` to the machine running Docker, so a startup
+script can reach services there (a git server, the emulator's API when it listens beyond
+loopback: ``--host 0.0.0.0``). A node is READY once every worker's sshd answers with its banner.
 Its network endpoints are the containers' addresses on the node's network, which the control
 machine reaches directly; with external IPs enabled the same address stands for the external one
 (a container has one address).
 
 Stopping or preempting a node stops its containers; a maintenance event restarts them and reads
-their addresses again; new ssh-keys metadata (nodes.patch) is applied to running workers at once;
+their addresses again; new ssh-keys metadata (nodes.patch) is applied to running workers at once,
+and a new startup-script replaces the file for the next boot (as on a TPU VM, it does not run
+again until then);
 deleting removes the containers and the network. Everything is labelled
 ``cloudtpu.emulator=<emulator id>``; the emulator removes its containers when it shuts down, and
 ``python -m tools.tpu_emulator.docker_backend cleanup`` removes leftovers.
@@ -51,6 +58,9 @@ LABEL = "cloudtpu.emulator"
 NODE_LABEL = "cloudtpu.node"
 WORKER_LABEL = "cloudtpu.worker"
 SSH_PORT = 22
+STARTUP_SCRIPT = "/etc/cloudtpu/startup-script"
+# A worker reaches the machine that runs Docker under this name, as Docker Desktop offers it.
+HOST_ALIAS = "host.docker.internal"
 # The container options systemd needs as PID 1 on hosts where --privileged is refused.
 SYSTEMD_RUN_ARGS = [
     "--cap-add",
@@ -187,6 +197,23 @@ class DockerBackend(Backend):
         path.chmod(0o644)
         return path
 
+    def _startup_script_file(self, node: NodeInfo, folder: str) -> Path:
+        """The node's startup-script metadata as a root-only file (empty when it has none: the
+        image's unit runs only a file that is not empty)."""
+        text = str(node.metadata.get("startup-script") or "")
+        if text.strip() and not text.endswith("\n"):
+            text += "\n"
+        path = Path(folder) / "startup-script"
+        path.write_text(text if text.strip() else "", encoding="utf-8")
+        path.chmod(0o700)
+        return path
+
+    def _copy_metadata(self, node: NodeInfo, folder: str, container: str) -> None:
+        """ssh-keys and startup-script metadata into a worker, as its guest agent reads them."""
+        _docker("cp", str(self._ssh_keys_file(node, folder)), f"{container}:/etc/cloudtpu/ssh-keys")
+        script = self._startup_script_file(node, folder)
+        _docker("cp", str(script), f"{container}:{STARTUP_SCRIPT}")
+
     def _address(self, container: str) -> str:
         out = _docker(
             "inspect",
@@ -253,7 +280,6 @@ class DockerBackend(Backend):
         try:
             _docker("network", "create", *self._labels(node), network)
             with tempfile.TemporaryDirectory(prefix="ctpu-keys-") as folder:
-                keys = self._ssh_keys_file(node, folder)
                 for worker, container in enumerate(containers):
                     _docker(
                         "create",
@@ -263,6 +289,8 @@ class DockerBackend(Backend):
                         tpu_vm_hostname(node, worker),
                         "--network",
                         network,
+                        "--add-host",
+                        f"{HOST_ALIAS}:host-gateway",
                         *self._labels(node),
                         "--label",
                         f"{WORKER_LABEL}={worker}",
@@ -270,7 +298,7 @@ class DockerBackend(Backend):
                         self.image,
                         "/lib/systemd/systemd",
                     )
-                    _docker("cp", str(keys), f"{container}:/etc/cloudtpu/ssh-keys")
+                    self._copy_metadata(node, folder, container)
             _docker("start", *containers)
             addresses = self._addresses(node, containers)
         except (DockerError, OSError):
@@ -292,6 +320,10 @@ class DockerBackend(Backend):
         containers = self.container_names(node)
         if not all(_docker("ps", "-aq", "--filter", f"name=^{c}$").strip() for c in containers):
             return self.create(node)
+        # Metadata changed while the node was stopped is read at boot.
+        with tempfile.TemporaryDirectory(prefix="ctpu-keys-") as folder:
+            for container in containers:
+                self._copy_metadata(node, folder, container)
         _docker("start", *containers)
         return self._addresses(node, containers)
 
@@ -302,14 +334,14 @@ class DockerBackend(Backend):
 
     def update_metadata(self, node: NodeInfo) -> None:
         """New ssh-keys reach running workers at once: the file is replaced and the accounts
-        script runs again (it adds users and keys; like the guest agent it needs no reboot)."""
+        script runs again (it adds users and keys; like the guest agent it needs no reboot).
+        A new or removed startup-script takes effect at the next boot, as on a TPU VM."""
         running = [c for c in self.container_names(node) if self._running(c)]
         if not running:
             return
         with tempfile.TemporaryDirectory(prefix="ctpu-keys-") as folder:
-            keys = self._ssh_keys_file(node, folder)
             for container in running:
-                _docker("cp", str(keys), f"{container}:/etc/cloudtpu/ssh-keys")
+                self._copy_metadata(node, folder, container)
                 _docker("exec", container, "/usr/local/sbin/cloudtpu-accounts")
 
     def delete(self, node: NodeInfo) -> None:

@@ -1,0 +1,258 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Push or pull bootstrap for playbooks/provision.yml: the pull variables, checked and made safe
+for the startup script (templates/pull_startup.sh.j2) that bootstraps each worker by itself."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import number_problem
+
+DOCUMENTATION = r"""
+name: pull_options
+author: cloudtpu.pod maintainers
+version_added: 0.3.0
+short_description: Check provision.yml's pull-mode variables, quoted for the startup script
+description:
+  - Takes the raw values of provision.yml's C(tpu_provision_bootstrap) and C(tpu_provision_pull_*)
+    variables (strings when they come from C(-e key=value)) and returns them typed, with every
+    value the startup script uses already quoted for the shell, or C(ok=false) with a message
+    that names each wrong variable, its value and what is allowed. It never fails itself, so the
+    playbook can assert on it before any node is created.
+  - With V(push) (the default) only C(bootstrap) is checked; the other variables are ignored.
+  - The access token (C(access_token)) is never part of the message.
+positional: _input
+options:
+  _input:
+    description: The raw values (None or missing takes the default), keys C(bootstrap),
+      C(repo), C(version), C(tags), C(ansible), C(requirements), C(installer), C(uv_version),
+      C(auth_kind), C(access_token), C(api_endpoint), C(vars), C(wait), C(timeout),
+      C(login_user), C(project), C(zone), C(nodes), C(metadata) (the user's own node metadata).
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Check the bootstrap mode
+  ansible.builtin.assert:
+    that: pull.ok
+    fail_msg: "{{ pull.message }}"
+  vars:
+    pull: "{{ {'bootstrap': tpu_provision_bootstrap} | cloudtpu.pod.pull_options }}"
+"""
+
+RETURN = r"""
+_value:
+  description: C(ok), C(message), C(bootstrap), C(pull) (a boolean), C(wait), C(timeout),
+    C(secret) (true when a token goes into the script), C(tags) and, for the template,
+    C(quoted) (each value quoted for bash) and C(inventory), C(env) and C(vars) (file texts).
+  type: dict
+"""
+
+MODES = ("push", "pull")
+INSTALLERS = ("uv", "pip")
+AUTH_KINDS = ("machineaccount", "accesstoken")
+# The toolchain the workers install: the pins of requirements.txt (tests keep them equal).
+DEFAULT_ANSIBLE = "ansible==12.3.0"
+DEFAULT_REQUIREMENTS = ("requests==2.34.2", "google-auth==2.62.2")
+DEFAULT_UV_VERSION = "0.13.8"
+DEFAULT_TIMEOUT = 3600
+# git URLs the workers clone: a scheme, or scp-like user@host:path; no spaces or quotes.
+_URL = re.compile(
+    r"^((https?|git|ssh|file)://[^\s'\"\\]+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s'\"\\]+)$"
+)
+_VERSION = re.compile(r"^(?!-)[A-Za-z0-9._/-]{1,200}$")
+_TAG = re.compile(r"^[A-Za-z0-9_-]+$")
+_REQUIREMENT = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([<>=!~]=?[A-Za-z0-9.*+!-]+,?)*$"
+)
+_ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.:\[\]_-]+(/[A-Za-z0-9._~/-]*)?$")
+_TOKEN = re.compile(r"^[\x21-\x7e]{1,4096}$")
+
+
+def _list(value: Any) -> list[str] | None:
+    """A list of strings from a list or a comma-separated string; None when neither."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value if v.strip()]
+    return None
+
+
+def _bool(value: Any, name: str, problems: list[str]) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in BOOLEANS_TRUE:
+        return True
+    if text in BOOLEANS_FALSE:
+        return False
+    problems.append(f"{name} must be true or false; got {value!r}.")
+    return False
+
+
+def _pick(value: Any, name: str, allowed: tuple[str, ...], problems: list[str]) -> str:
+    text = str(value).strip() if value is not None else ""
+    if text not in allowed:
+        problems.append(f"{name} is {value!r}; allowed: {', '.join(allowed)}.")
+    return text
+
+
+def _check(value: Any, name: str, pattern: re.Pattern[str], what: str, problems: list[str]) -> str:
+    text = str(value).strip() if value is not None else ""
+    if not isinstance(value, str) or not pattern.match(text):
+        problems.append(f"{name} is {value!r}; allowed: {what}.")
+    return text
+
+
+def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """See DOCUMENTATION."""
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"pull_options takes a mapping of the raw values, not {type(raw).__name__}")
+    problems: list[str] = []
+    mode = _pick(raw.get("bootstrap", "push"), "tpu_provision_bootstrap", MODES, problems)
+    result: dict[str, Any] = {"bootstrap": mode, "pull": mode == "pull", "secret": False}
+    if mode != "pull":
+        result.update(ok=not problems, message=" ".join(problems), wait=False, timeout=0, tags=[])
+        return result
+
+    repo = raw.get("repo")
+    if repo in (None, ""):
+        problems.append(
+            "tpu_provision_pull_repo is required with tpu_provision_bootstrap=pull: the git URL of "
+            "this repository (or a project holding it) that every worker can clone."
+        )
+    else:
+        _check(
+            repo,
+            "tpu_provision_pull_repo",
+            _URL,
+            "a git URL (https://, git://, ssh://, file:// or user@host:path)",
+            problems,
+        )
+    version = _check(
+        raw.get("version", "HEAD"),
+        "tpu_provision_pull_version",
+        _VERSION,
+        "a branch, tag or commit",
+        problems,
+    )
+    tags = _list(raw.get("tags"))
+    if tags is None or any(not _TAG.match(t) for t in tags):
+        problems.append(
+            f"tpu_provision_pull_tags is {raw.get('tags')!r}; allowed: a list or comma-separated "
+            "string of tags (letters, digits, '_' and '-'), or empty for every role."
+        )
+        tags = []
+    ansible = _check(
+        raw.get("ansible") or DEFAULT_ANSIBLE, "tpu_provision_pull_ansible", _REQUIREMENT,
+        "one pip requirement such as ansible==12.3.0", problems,
+    )  # fmt: skip
+    requirements = _list(
+        list(DEFAULT_REQUIREMENTS) if raw.get("requirements") is None else raw["requirements"]
+    )
+    if requirements is None or any(not _REQUIREMENT.match(r) for r in requirements):
+        problems.append(
+            f"tpu_provision_pull_requirements is {raw.get('requirements')!r}; allowed: a list of "
+            "pip requirements such as requests==2.34.2."
+        )
+        requirements = []
+    installer = _pick(
+        raw.get("installer", "uv"), "tpu_provision_pull_installer", INSTALLERS, problems
+    )
+    uv_version = _check(
+        raw.get("uv_version") or DEFAULT_UV_VERSION, "tpu_provision_pull_uv_version",
+        re.compile(r"^[0-9]+(\.[0-9]+){1,3}$"), "a version such as 0.13.8", problems,
+    )  # fmt: skip
+    auth_kind = _pick(
+        raw.get("auth_kind", "machineaccount"), "tpu_provision_pull_auth_kind", AUTH_KINDS, problems
+    )
+    token = raw.get("access_token") or ""
+    if auth_kind == "accesstoken" and (not isinstance(token, str) or not _TOKEN.match(token)):
+        problems.append(
+            "tpu_provision_pull_access_token must be set (printable characters, no spaces) with "
+            "tpu_provision_pull_auth_kind=accesstoken; its value is not shown."
+        )
+    endpoint = raw.get("api_endpoint") or ""
+    if endpoint:
+        _check(
+            endpoint,
+            "tpu_provision_pull_api_endpoint",
+            _ENDPOINT,
+            "empty (the TPU API) or an http(s) URL",
+            problems,
+        )
+    extra = raw.get("vars") or {}
+    if not isinstance(extra, Mapping):
+        problems.append(f"tpu_provision_pull_vars must be a mapping; got {extra!r}.")
+        extra = {}
+    wait = _bool(raw.get("wait", True), "tpu_provision_pull_wait", problems)
+    timeout = raw.get("timeout", DEFAULT_TIMEOUT)
+    problem = number_problem(timeout, "tpu_provision_pull_timeout", minimum=1, maximum=86400)
+    if problem:
+        problems.append(problem)
+    metadata = raw.get("metadata") or {}
+    if isinstance(metadata, Mapping) and "startup-script" in metadata:
+        problems.append(
+            "tpu_provision_metadata has a startup-script of its own, and pull mode writes the "
+            "node's startup-script; run yours from a role, or bootstrap with push."
+        )
+    nodes = _list(raw.get("nodes")) or []
+    login_user = str(raw.get("login_user") or "")
+
+    variables = dict(extra)
+    variables["tpu_login_user"] = login_user
+    inventory = {
+        "plugin": "cloudtpu.pod.tpu_vm",
+        "projects": [str(raw.get("project") or "")],
+        "zones": [str(raw.get("zone") or "")],
+        "names": nodes,
+        # The node may still be CREATING when its workers boot.
+        "states": [],
+        "hostname": "{node}-w{worker_id}",
+        "use_internal_ip": True,
+    }
+    env = {"GCP_AUTH_KIND": auth_kind}
+    if auth_kind == "accesstoken":
+        env["GCP_ACCESS_TOKEN"] = str(token)
+    if endpoint:
+        env["CLOUDTPU_API_ENDPOINT"] = str(endpoint).strip()
+    packages = [ansible, *requirements]
+    result.update(
+        ok=not problems,
+        message=" ".join(problems),
+        wait=wait,
+        timeout=int(float(timeout)) if not problem else DEFAULT_TIMEOUT,
+        tags=tags,
+        secret=auth_kind == "accesstoken",
+        quoted={
+            "repo": shlex.quote(str(repo or "")),
+            "version": shlex.quote(version),
+            "tags": shlex.quote(",".join(tags)),
+            "packages": " ".join(shlex.quote(p) for p in packages),
+            "installer": shlex.quote(installer),
+            "uv_version": shlex.quote(uv_version),
+            "nodes": " ".join(shlex.quote(n) for n in nodes),
+            "nodes_count": str(len(nodes)),
+            "login_user": shlex.quote(login_user),
+        },
+        inventory=json.dumps(inventory, indent=2, sort_keys=True),
+        env="".join(f"export {key}={shlex.quote(value)}\n" for key, value in env.items()),
+        vars=json.dumps(variables, indent=2, sort_keys=True),
+    )
+    return result
+
+
+class FilterModule:
+    """cloudtpu.pod.pull_options."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"pull_options": pull_options}

@@ -1,0 +1,183 @@
+"""Pull mode for real: provision.yml with tpu_provision_bootstrap=pull gives the node a
+startup-script, the emulator's Docker worker runs it at boot as a TPU VM does, and the worker
+bootstraps itself (a pinned Ansible in a venv, ansible-pull of site.yml from this repository,
+local connection) while the controller only waits for its result.
+
+The repository's own HEAD is served to the worker by `git daemon` on this machine
+(git://host.docker.internal:PORT/), and the emulator listens on every address so the worker's
+inventory reaches its API. One worker (v4-8) and the python and libtpu roles only, to keep it
+short. Checked from the controller over SSH: the pull's exit code file says 0, the login user's
+venv runs, tpu-unlock is installed, and provision's own output ran no site.yml task.
+
+Skipped, with the reason printed, when no Docker daemon answers or git is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.lifecycle_support import (
+    BIN,
+    PROJECT,
+    REPO,
+    ZONE,
+    EmulatorCli,
+    ansible_env,
+    extra_vars,
+    playbook,
+    run,
+)
+from tests.integration.test_lifecycle_docker import docker_unavailable
+
+IMAGE = os.environ.get("CLOUDTPU_TEST_IMAGE", "cloudtpu-pod-worker:current")
+NODE = "pod-pull"
+WORKER = "pod-pull-w0"
+EMULATOR_ID = f"pull{os.getpid()}"
+PYTHON = os.environ.get("CLOUDTPU_TEST_PYTHON", "3.10")
+CLEANUP = [str(BIN / "python"), "-m", "tools.tpu_emulator.docker_backend", "cleanup"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("0.0.0.0", 0))  # noqa: S104 - the workers' network reaches it
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def worker_image() -> str:
+    reason = docker_unavailable() or ("" if shutil.which("git") else "git is not installed")
+    if reason:
+        print(f"SKIPPED test_pull_bootstrap: {reason}")
+        pytest.skip(reason)
+    if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode:
+        print(f"{IMAGE} is missing: building it with tools/image/build.sh (make image)")
+        built = subprocess.run([str(REPO / "tools" / "image" / "build.sh")], cwd=REPO, check=False)
+        assert built.returncode == 0, "tools/image/build.sh failed; see its output above"
+    return IMAGE
+
+
+@pytest.fixture(scope="module")
+def git_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """This repository's HEAD, served read-only by git daemon; yields the URL workers use."""
+    base = tmp_path_factory.mktemp("git")
+    bare = base / "cloudtpu-pod.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(REPO), str(bare)], check=True)
+    port = free_port()
+    daemon = subprocess.Popen(
+        ["git", "daemon", "--export-all", "--reuseaddr", "--informative-errors",
+         f"--base-path={base}", "--listen=0.0.0.0", f"--port={port}", str(base)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for _ in range(50):
+            probe = subprocess.run(
+                ["git", "ls-remote", f"git://127.0.0.1:{port}/cloudtpu-pod.git", "HEAD"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if probe.returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"git daemon did not answer on port {port}: {probe.stderr}")
+        yield f"git://host.docker.internal:{port}/cloudtpu-pod.git"
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def emulator(worker_image: str) -> Iterator[EmulatorCli]:
+    cli = EmulatorCli(
+        backend="docker",
+        delay=0.2,
+        env={"CLOUDTPU_EMULATOR_ID": EMULATOR_ID, "CLOUDTPU_EMULATOR_IMAGE": worker_image},
+        host="0.0.0.0",  # noqa: S104 - the workers call the API from their containers
+    ).start()
+    try:
+        yield cli
+    finally:
+        cli.stop()
+        subprocess.run(
+            [*CLEANUP, "--id", EMULATOR_ID],
+            cwd=REPO,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            capture_output=True,
+            check=False,
+        )
+
+
+def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_path: Path) -> None:
+    key = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    known_hosts = tmp_path / "known_hosts"
+    env = ansible_env(
+        emulator.api_url,
+        ANSIBLE_PRIVATE_KEY_FILE=str(key),
+        ANSIBLE_REMOTE_USER="tpu",
+        ANSIBLE_SSH_ARGS=f"-o StrictHostKeyChecking=accept-new -o UserKnownHostsFile={known_hosts}",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+    )
+    port = emulator.api_url.rsplit(":", 1)[1].split("/", 1)[0]
+    common = {
+        "tpu_provision_name": NODE,
+        "tpu_provision_project": PROJECT,
+        "tpu_provision_zone": ZONE,
+        "tpu_provision_ssh_user": "tpu",
+        "tpu_provision_ssh_public_key_file": f"{key}.pub",
+        "tpu_provision_known_hosts": str(known_hosts),
+        "tpu_provision_poll_interval": 0.5,
+        "tpu_teardown_poll_interval": 0.5,
+    }
+    pull = {
+        "tpu_provision_accelerator_type": "v4-8",
+        "tpu_provision_bootstrap": "pull",
+        "tpu_provision_pull_repo": git_server,
+        "tpu_provision_pull_tags": ["python", "libtpu"],
+        "tpu_provision_pull_auth_kind": "accesstoken",
+        "tpu_provision_pull_access_token": "demo-token",
+        "tpu_provision_pull_api_endpoint": f"http://host.docker.internal:{port}/v2",
+        "tpu_provision_pull_vars": {"tpu_python_version": PYTHON},
+        "tpu_provision_pull_timeout": 900,
+    }
+    try:
+        provision = playbook("provision.yml", env, *extra_vars({**common, **pull}), timeout=1200)
+        print(f"[{provision.seconds:6.1f} s] provision with pull: rc={provision.returncode}")
+        assert provision.returncode == 0, provision.tail(80)
+        assert f"{WORKER} bootstrapped itself: ansible-pull exit code 0" in provision.stdout
+        # The controller ran no bootstrap play: only the SSH wait and the pull's result.
+        assert (
+            "PLAY [Bootstrap" not in provision.stdout
+            and "cloudtpu.pod.python" not in provision.stdout
+        )
+        worker = provision.recap()[WORKER]
+        assert worker["changed"] == 0 and worker["failed"] == 0 and worker["ok"] <= 3, worker
+        assert "demo-token" not in provision.output
+
+        venv = f"~/.venv{PYTHON.replace('.', '')}"
+        checks = (
+            f"cat /var/lib/cloudtpu/pull.rc; {venv}/bin/python -V; command -v tpu-unlock; "
+            "sudo stat -c '%a %U' /etc/cloudtpu/pull/env; "
+            "sudo grep -c 'ok=' /var/log/cloudtpu-pull.log; "
+            "sudo grep '^pull: ' /var/log/cloudtpu-pull.log"
+        )
+        ansible = [str(BIN / "ansible"), "-i", "inventories/demo", WORKER]
+        probe = run([*ansible, "-m", "ansible.builtin.shell", "-a", checks], env, 120)
+        assert probe.returncode == 0, probe.tail()
+        lines = probe.stdout.split(">>", 1)[1].split("\n")[1:]
+        print("worker:", *lines, sep="\n  ")
+        assert lines[0] == "0", lines
+        assert lines[1] == f"Python {PYTHON}" or lines[1].startswith(f"Python {PYTHON}."), lines
+        assert lines[2] == "/usr/local/bin/tpu-unlock", lines
+        assert lines[3] == "600 root", lines
+        assert int(lines[4]) >= 1, lines  # the worker's own PLAY RECAP
+    finally:
+        down = playbook("teardown.yml", env, *extra_vars({**common, "tpu_teardown_confirm": True}))
+        print(f"[{down.seconds:6.1f} s] teardown: rc={down.returncode}")

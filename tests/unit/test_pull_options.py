@@ -1,0 +1,161 @@
+"""Pull mode of provision.yml: the pull_options filter (every variable checked, named with its
+value and what is allowed; values quoted for the shell) and the startup script it feeds
+(playbooks/templates/pull_startup.sh.j2): what it runs, what it keeps out of sight, shellcheck.
+The script running on a worker is tests/integration/test_pull_bootstrap.py."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+from ansible_collections.cloudtpu.pod.plugins.filter.pull_options import (
+    DEFAULT_ANSIBLE,
+    DEFAULT_REQUIREMENTS,
+    DEFAULT_UV_VERSION,
+    pull_options,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO / "playbooks" / "templates" / "pull_startup.sh.j2"
+TOKEN = "ya29.not-a-real-token"
+BASE = {
+    "bootstrap": "pull",
+    "repo": "git://host.docker.internal:9418/cloudtpu-pod",
+    "version": "main",
+    "tags": "python,libtpu",
+    "login_user": "tpu",
+    "project": "demo-project",
+    "zone": "us-central2-b",
+    "nodes": ["pod-a"],
+}
+
+
+def render(values: dict[str, Any]) -> str:
+    """The template as provision.yml renders it (Ansible's template lookup keeps trim_blocks)."""
+    options = pull_options(values)
+    assert options["ok"], options["message"]
+    env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)  # noqa: S701
+    return env.from_string(TEMPLATE.read_text()).render(_pull=options)
+
+
+def test_push_is_the_default_and_checks_nothing_else():
+    got = pull_options({"repo": 5, "timeout": "x"})
+    assert got["ok"] and got["bootstrap"] == "push" and got["pull"] is False
+
+
+@pytest.mark.parametrize("value", ["Pull", "both", "", None, True])
+def test_a_bad_mode_is_named_with_its_value_and_the_allowed_ones(value):
+    got = pull_options({"bootstrap": value})
+    assert not got["ok"]
+    assert "tpu_provision_bootstrap" in got["message"]
+    assert repr(value) in got["message"] and "push, pull" in got["message"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("repo", "", "tpu_provision_pull_repo is required"),
+        ("repo", "not a url", "a git URL"),
+        ("repo", "https://example.test/x.git'; rm -rf /", "a git URL"),
+        ("version", "-x", "a branch, tag or commit"),
+        ("tags", "python;reboot", "tpu_provision_pull_tags"),
+        ("ansible", "ansible; curl", "one pip requirement"),
+        ("requirements", ["requests==1", "x y"], "tpu_provision_pull_requirements"),
+        ("installer", "conda", "allowed: uv, pip"),
+        ("auth_kind", "application", "allowed: machineaccount, accesstoken"),
+        ("api_endpoint", "ftp://x", "an http(s) URL"),
+        ("vars", ["a"], "tpu_provision_pull_vars must be a mapping"),
+        ("wait", "maybe", "tpu_provision_pull_wait must be true or false"),
+        ("timeout", 0, "tpu_provision_pull_timeout"),
+        ("metadata", {"startup-script": "echo hi"}, "a startup-script of its own"),
+    ],
+)
+def test_each_pull_variable_is_checked(key, value, words):
+    got = pull_options({**BASE, key: value})
+    assert not got["ok"] and words in got["message"], got["message"]
+
+
+def test_the_token_is_required_with_accesstoken_and_never_in_the_message():
+    got = pull_options({**BASE, "auth_kind": "accesstoken", "access_token": "a b"})
+    assert not got["ok"] and "tpu_provision_pull_access_token" in got["message"]
+    assert "a b" not in got["message"]
+
+
+def test_defaults_are_the_pins_of_requirements_txt():
+    pins = {
+        line.split("==")[0]: line.strip()
+        for line in (REPO / "requirements.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    }
+    assert pins["ansible"] == DEFAULT_ANSIBLE
+    assert [pins[r.split("==")[0]] for r in DEFAULT_REQUIREMENTS] == list(DEFAULT_REQUIREMENTS)
+    assert pins["uv"] == f"uv=={DEFAULT_UV_VERSION}"
+
+
+def test_the_script_pulls_this_node_with_a_local_connection():
+    script = render(BASE)
+    assert script.startswith("#!/bin/bash\n") and "\nset -eu\n" in script
+    assert "repo=git://host.docker.internal:9418/cloudtpu-pod\n" in script
+    assert "version=main\n" in script and "tags=python,libtpu\n" in script
+    assert "packages=(ansible==12.3.0 requests==2.34.2 google-auth==2.62.2)" in script
+    assert 'ansible-pull" -U "$repo" -C "$version"' in script
+    assert '--limit "$limit" -c local' in script and "site.yml" in script
+    assert '"${nodes[0]}-w$worker"' in script and "nodes=(pod-a)" in script
+    assert '"tpu_login_user": "tpu"' in script and "login_user=tpu\n" in script
+    assert '"names": [\n    "pod-a"\n  ]' in script and '"plugin": "cloudtpu.pod.tpu_vm"' in script
+    assert "export GCP_AUTH_KIND=machineaccount\n" in script
+    assert "GCP_ACCESS_TOKEN" not in script and "CLOUDTPU_API_ENDPOINT" not in script
+    assert "/var/lib/cloudtpu/pull.rc" in script or '"$state/pull.rc"' in script
+
+
+def test_the_token_goes_only_into_a_root_only_file():
+    script = render(
+        {
+            **BASE,
+            "auth_kind": "accesstoken",
+            "access_token": TOKEN,
+            "api_endpoint": "http://host.docker.internal:8571/v2",
+            "vars": {"tpu_python_version": "3.10"},
+        }
+    )
+    lines = [i for i, line in enumerate(script.splitlines()) if TOKEN in line]
+    assert len(lines) == 1, "the token appears once, in the env file's text"
+    text = script.splitlines()
+    block = text[: lines[0]]
+    assert "umask 077" in block[-3:-1] or "umask 077" in "\n".join(block[-4:])
+    assert text[lines[0]] == f"export GCP_ACCESS_TOKEN={TOKEN}"
+    assert "export CLOUDTPU_API_ENDPOINT=http://host.docker.internal:8571/v2" in script
+    assert "set -x" not in script and "echo $GCP" not in script
+    assert '"tpu_python_version": "3.10"' in script
+
+
+def test_quotes_keep_odd_values_inert():
+    script = render({**BASE, "version": "feature/x.1", "vars": {"note": "a'b $(id)"}})
+    assert "version=feature/x.1\n" in script
+    # JSON inside a quoted heredoc: nothing is expanded.
+    assert '"note": "a\'b $(id)"' in script
+    assert re.search(r"<< 'CLOUDTPU_PULL_EOF'\n\{\n  \"note\"", script)
+
+
+def test_several_nodes_find_their_host_by_address():
+    script = render({**BASE, "nodes": ["pod-a-0", "pod-a-1"]})
+    assert "nodes=(pod-a-0 pod-a-1)" in script and "node_count=2" in script
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"auth_kind": "accesstoken", "access_token": TOKEN, "installer": "pip", "tags": ""}],
+)
+def test_shellcheck_passes_on_the_rendered_script(tmp_path, extra):
+    path = tmp_path / "startup-script"
+    path.write_text(render({**BASE, **extra}))
+    done = subprocess.run(
+        ["shellcheck", "-s", "bash", str(path)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
