@@ -142,7 +142,7 @@ class Bench:
                 "--backend",
                 "docker",
                 "--host",
-                "0.0.0.0",  # noqa: S104 - the workers call the API from their containers
+                "0.0.0.0",  # the workers call the API from their containers
                 "--port",
                 str(self.opts.port),
                 "--state",

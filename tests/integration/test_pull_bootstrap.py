@@ -47,7 +47,7 @@ CLEANUP = [str(BIN / "python"), "-m", "tools.tpu_emulator.docker_backend", "clea
 
 def free_port() -> int:
     with socket.socket() as sock:
-        sock.bind(("0.0.0.0", 0))  # noqa: S104 - the workers' network reaches it
+        sock.bind(("0.0.0.0", 0))
         return int(sock.getsockname()[1])
 
 
@@ -99,7 +99,7 @@ def emulator(worker_image: str) -> Iterator[EmulatorCli]:
         backend="docker",
         delay=0.2,
         env={"CLOUDTPU_EMULATOR_ID": EMULATOR_ID, "CLOUDTPU_EMULATOR_IMAGE": worker_image},
-        host="0.0.0.0",  # noqa: S104 - the workers call the API from their containers
+        host="0.0.0.0",
     ).start()
     try:
         yield cli

@@ -39,6 +39,7 @@ def render(values: dict[str, Any]) -> str:
     """The template as provision.yml renders it (Ansible's template lookup keeps trim_blocks)."""
     options = pull_options(values)
     assert options["ok"], options["message"]
+    # a shell script, not HTML: nothing to autoescape
     env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)  # noqa: S701
     return env.from_string(TEMPLATE.read_text()).render(_pull=options)
 
