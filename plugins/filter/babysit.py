@@ -202,8 +202,8 @@ def babysit_decide(
         or (node.get("state") == "READY" and node.get("health") in health)
     )
     seen_on = {str(h): _seen(v) for h, v in (facts.get("workers") or {}).items()}
-    workers = {h: rc for h, (_, rc) in seen_on.items()}
-    gone = sorted(h for h, (state, _) in seen_on.items() if state in ("gone", "missing"))
+    workers = {h: said[1] for h, said in seen_on.items()}
+    gone = sorted(h for h, said in seen_on.items() if said[0] in ("gone", "missing"))
     recoveries = int(facts.get("recoveries") or 0)
     limit = int(facts.get("max_recoveries") or 0)
     codes = ", ".join(f"{h} rc {rc}" for h, rc in sorted(workers.items()) if rc is not None)

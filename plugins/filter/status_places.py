@@ -135,7 +135,7 @@ def status_places(
         found_projects = _unique(as_list(projects))
     else:
         from_files = [
-            p for _, data in options for p in as_list(data.get("projects")) or source_projects
+            p for _path, data in options for p in as_list(data.get("projects")) or source_projects
         ]
         found_projects = _unique(as_list(host_projects) + from_files + env_projects)
 
@@ -144,7 +144,7 @@ def status_places(
     elif env_zones:
         found_zones = _unique(env_zones)
     elif options:
-        per_file = [as_list(data.get("zones")) for _, data in options]
+        per_file = [as_list(data.get("zones")) for _path, data in options]
         found_zones = [] if not all(per_file) else _unique(z for zs in per_file for z in zs)
     else:
         found_zones = _unique(as_list(host_zones))
@@ -152,7 +152,7 @@ def status_places(
     if projects is not None:
         searched = "tpu_status_projects"
     else:
-        names = ", ".join(os.path.basename(path) for path, _ in options)
+        names = ", ".join(os.path.basename(path) for path, _data in options)
         searched = (
             "the tpu_project of the inventory's hosts, "
             + (f"the projects of its tpu_vm sources ({names}), " if names else "no tpu_vm source, ")

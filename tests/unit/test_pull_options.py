@@ -100,7 +100,7 @@ def test_defaults_are_the_pins_of_requirements_txt():
 
 def test_the_script_pulls_this_node_with_a_local_connection():
     script = render(BASE)
-    assert script.startswith("#!/bin/bash\n") and "\nset -eu\n" in script
+    assert script.startswith("#!/usr/bin/env bash\n") and "\nset -eu\n" in script
     assert "repo=git://host.docker.internal:9418/cloudtpu-pod\n" in script
     assert "version=main\n" in script and "tags=python,libtpu\n" in script
     assert "packages=(ansible==12.3.0 requests==2.34.2 google-auth==2.62.2)" in script
