@@ -28,7 +28,9 @@ from tests.role_runner import BIN, ansible_env
 REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / "roles" / "libtpu" / "files" / "tpu-unlock"
 IMAGE = "cloudtpu-pod-worker:current"
-DEVICES = "/srv/fake-dev/accel*"
+# The fake device folder stands in for /dev (--dev-root: device globs must lie in it).
+DEV_ROOT = "/srv/fake-dev"
+DEVICES = f"{DEV_ROOT}/accel*"
 RACE_RUNS = 15
 
 
@@ -60,14 +62,21 @@ class Box:
         out = self.sh(f"pgrep -f '^sleep {marker}$' || true")
         return [int(p) for p in out.split()]
 
-    def unlock(self, *args: str) -> tuple[int, dict]:
-        result = subprocess.run(
-            ["docker", "exec", self.name, "tpu-unlock", "--json", "--device-glob", DEVICES, *args],
+    def run_unlock(
+        self, *args: str, devices: tuple[str, ...] = (DEVICES,), dev_root: str = DEV_ROOT
+    ) -> subprocess.CompletedProcess[str]:
+        globs = [part for glob in devices for part in ("--device-glob", glob)]
+        return subprocess.run(
+            ["docker", "exec", self.name, "tpu-unlock", "--json", "--dev-root", dev_root,
+             *globs, *args],
             capture_output=True,
             text=True,
             timeout=120,
             check=False,
-        )
+        )  # fmt: skip
+
+    def unlock(self, *args: str, **where: Any) -> tuple[int, dict]:
+        result = self.run_unlock(*args, **where)
         assert result.stdout.strip(), f"no JSON from tpu-unlock: {result.stderr}"
         out = json.loads(result.stdout)
         print(f"tpu-unlock {' '.join(args)} -> {result.returncode}: {out['message']}")
@@ -164,7 +173,13 @@ def test_device_folder_of_a_user_is_refused(box: Box) -> None:
     box.background("exec 3</tmp/m/accel1; exec sleep 1006", user="mallory")
     box.sh(": > /tmp/libtpu_lockfile && chmod 0644 /tmp/libtpu_lockfile")
     time.sleep(0.5)
-    code, out = box.unlock("--kill", "--device-glob", "/tmp/m/accel*")
+    # Outside the device folder, the glob itself is refused before anything is looked at.
+    refused_glob = box.run_unlock("--kill", devices=("/tmp/m/accel*",))
+    assert refused_glob.returncode == 2, refused_glob
+    assert "not a TPU device pattern" in refused_glob.stderr, refused_glob.stderr
+    assert box.pids("1006"), "a process was ended although the glob was refused"
+    # Given as the device folder, it is not trusted: mallory owns it.
+    code, out = box.unlock("--kill", devices=("/tmp/m/accel*",), dev_root="/tmp/m")
     refused = {r["path"]: r["reason"] for r in out["refused"]}
     assert code == 5, out
     for path in ("/tmp/m/accel0", "/tmp/m/accel1"):
