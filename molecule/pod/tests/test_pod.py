@@ -84,9 +84,10 @@ def test_tpu_unlock_removed_the_stale_lock_and_reports_free(host):
 
 def test_tpu_unlock_keeps_a_lock_held_by_a_process(host):
     """A process holding a (fake) device keeps the lock; --kill ends it, then the lock goes."""
-    # tpu-unlock trusts device files only in folders that only root can change, as /dev.
-    fake = "/dev/pod-fake-accel0"
-    glob = "/dev/pod-fake-accel*"
+    # tpu-unlock trusts device files only in folders that only root can change, as /dev, and
+    # takes only TPU device names (a container has no /dev/accel*: this one is a plain file).
+    fake = "/dev/accel9"
+    glob = "/dev/accel9"
     _run(host, f"touch {fake}", sudo=True)
     _run(host, "touch /tmp/libtpu_lockfile")
     holder = _run(host, f"bash -c 'exec 3<{fake}; setsid sleep 300 <&3 >/dev/null 2>&1 & echo $!'")
