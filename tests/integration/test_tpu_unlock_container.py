@@ -2,10 +2,10 @@
 
 One worker-image container (sleep as its first process, no systemd) with a user `mallory`.
 Containers cannot create real TPU devices, so the "device" is a regular file in the root-owned
-folder /srv/fake-dev, given with --device-glob (the tool's test hook); a root process holding
-it stands for a training program. Stand-ins for sshd, journald and dbus hold /dev/null, as the
-real ones do. Every test asserts that only the holder of the device is ever signalled and that
-nothing outside the lock files is removed or followed.
+folder /srv/fake-dev, given with --dev-root and --device-glob (the tool's test hooks); a root
+process holding it stands for a training program. Stand-ins for sshd, journald and dbus hold
+/dev/null, as the real ones do. Every test asserts that only the holder of the device is ever
+signalled and that nothing outside the lock files is removed or followed.
 """
 
 from __future__ import annotations
