@@ -233,10 +233,29 @@ def observe(spec: dict, run=subprocess.run) -> dict:
         "packages": observe_packages(spec.get("packages", []), run=run),
         "units": observe_units(spec.get("units", []), run=run),
         "commands": [
-            dict(observe_command(c["argv"], c.get("user", ""), run=run), argv=c["argv"])
+            dict(
+                observe_command(c["argv"], c.get("user", ""), run=run),
+                argv=c["argv"],
+                user=c.get("user", ""),
+            )
             for c in spec.get("commands", [])
         ],
     }
+
+
+def recorded_spec(record: dict, spec: dict) -> dict:
+    """What a check looks at: every item of the record (what the role managed, with the same
+    inputs) and every item the check names."""
+    commands = [{"argv": c["argv"], "user": c.get("user", "")} for c in record.get("commands", [])]
+    for command in spec.get("commands", []):
+        wanted = {"argv": command["argv"], "user": command.get("user", "")}
+        if wanted not in commands:
+            commands.append(wanted)
+    merged = {"commands": commands}
+    for kind in ("paths", "packages", "units"):
+        names = list(record.get(kind, {}))
+        merged[kind] = names + [name for name in spec.get(kind, []) if name not in names]
+    return merged
 
 
 def differences(recorded: dict, seen: dict) -> list[str]:
@@ -249,9 +268,11 @@ def differences(recorded: dict, seen: dict) -> list[str]:
                 found.append(f"{kind[:-1]} {name}: not in the record")
             elif before[name] != now[name]:
                 found.append(f"{kind[:-1]} {name}: was {before[name]}, now {now[name]}")
-    before_cmds = {json.dumps(c.get("argv")): c for c in recorded.get("commands", [])}
+    before_cmds = {
+        json.dumps([c.get("argv"), c.get("user", "")]): c for c in recorded.get("commands", [])
+    }
     for command in seen.get("commands", []):
-        key = json.dumps(command["argv"])
+        key = json.dumps([command["argv"], command.get("user", "")])
         if before_cmds.get(key) != command:
             found.append(f"command {' '.join(command['argv'])}: output or exit code differs")
     return found

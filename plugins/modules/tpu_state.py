@@ -18,8 +18,10 @@ description:
     owner, mode, link target, or absent), the dpkg status of O(packages), the systemd states of
     O(units) and the exit code and output digest of read-only O(commands).
   - The next run starts with O(state=check). RV(converged) is true only when the record exists,
-    its digest equals O(digest), every item looks as recorded, and, with O(dpkg_clean), no
-    dpkg run was left half done. The role then skips its tasks; otherwise it runs them.
+    its digest equals O(digest), every item of the record and of the check's own options looks
+    as recorded, and, with O(dpkg_clean), no dpkg run was left half done. Items that only the
+    worker decides (packages from the source apt offers) can so be named at record time alone.
+    The role then skips its tasks; otherwise it runs them.
   - Nothing is looked at, and no command runs, when the digest differs from the record's. So
     paths and commands from inputs that have not passed the role's checks are never touched.
 extends_documentation_fragment:
@@ -130,7 +132,7 @@ def _check(module: AnsibleModule) -> dict:
         return {"converged": False, "differences": ["no record of an earlier complete run"]}
     if record.get("digest") != params["digest"]:
         return {"converged": False, "differences": ["the role's inputs or code changed"]}
-    seen = tpu_state.observe(_spec(params))
+    seen = tpu_state.observe(tpu_state.recorded_spec(record, _spec(params)))
     found = tpu_state.differences(record, seen)
     if params["dpkg_clean"]:
         found += tpu_state.dpkg_problems()
@@ -139,6 +141,9 @@ def _check(module: AnsibleModule) -> dict:
 
 def _record(module: AnsibleModule) -> dict:
     params = module.params
+    if module.check_mode:
+        # the tasks before only said what they would change; there is nothing to record
+        return {"converged": False, "differences": ["not recorded in check mode"]}
     seen = tpu_state.observe(_spec(params))
     problems = tpu_state.unhealthy(seen)
     if problems:
@@ -146,8 +151,7 @@ def _record(module: AnsibleModule) -> dict:
             msg=f"the {params['role']} role's tasks finished, yet: " + "; ".join(problems),
             differences=problems,
         )
-    if not module.check_mode:
-        tpu_state.write_record(params["role"], dict(seen, digest=params["digest"]))
+    tpu_state.write_record(params["role"], dict(seen, digest=params["digest"]))
     return {"converged": True, "differences": []}
 
 
