@@ -57,12 +57,14 @@ options:
   projects:
     description:
       - Google Cloud project IDs to list TPU nodes from.
-      - From the environment, a comma-separated list.
+      - From the environment, a comma-separated list. When both are set, E(CLOUDTPU_PROJECT)
+        wins over E(GCP_PROJECT) (which an AWX credential sets), as in the playbooks.
     type: list
     elements: str
     env:
-      - name: CLOUDTPU_PROJECT
+      # the last one set wins
       - name: GCP_PROJECT
+      - name: CLOUDTPU_PROJECT
   zones:
     description:
       - Zones to list nodes in. Empty means every zone, read in one call per page through the

@@ -88,6 +88,12 @@ options:
     description: Also require that no dpkg run was left half done (journal or C(dpkg --audit)).
     type: bool
     default: false
+  enabled:
+    description:
+      - With V(false) a check answers RV(converged=false) without looking, so the role runs
+        all its tasks (the roles pass the inventory variable C(tpu_fast_path)).
+    type: bool
+    default: true
 """
 
 EXAMPLES = r"""
@@ -127,6 +133,8 @@ def _spec(params: dict) -> dict:
 
 def _check(module: AnsibleModule) -> dict:
     params = module.params
+    if not params["enabled"]:
+        return {"converged": False, "differences": ["the fast path is off (tpu_fast_path)"]}
     record = tpu_state.read_record(params["role"])
     if record is None:
         return {"converged": False, "differences": ["no record of an earlier complete run"]}
@@ -174,6 +182,7 @@ def main() -> None:
                 },
             },
             "dpkg_clean": {"type": "bool", "default": False},
+            "enabled": {"type": "bool", "default": True},
         },
         required_if=[("state", "check", ["digest"]), ("state", "record", ["digest"])],
         supports_check_mode=True,

@@ -19,9 +19,8 @@ with fact storage on).
    gives each slice job its own worker and the same result as the whole job.
 3. A slice with a worker but not its pod's coordinator: the nfs role stops at its server check on
    that worker before it changes anything (docs/docsite/rst/awx.rst: what is safe to slice).
-4. That inventory script is read by the `script` inventory plugin, which this repository's
-   ansible.cfg does not enable: without ANSIBLE_INVENTORY_ENABLED naming it, the slice job fails
-   before any host is touched.
+   The slice jobs read their inventory scripts with the `script` inventory plugin, which the
+   project's ansible.cfg enables (no ANSIBLE_INVENTORY_ENABLED in the job's environment).
 
 Why --tags libtpu: the role works on each worker alone, needs no other role and converges in
 seconds (the framework role downloads a venv of about 1.3 GB per worker, and nfs needs the whole
@@ -65,8 +64,6 @@ ssh = lifecycle.ssh
 NODE = "pod-awx"
 WORKERS = ["pod-awx-w0", "pod-awx-w1"]
 SOURCE = "inventories/demo/tpu_vm.yml"
-# What the slice jobs need besides the repository's ansible.cfg: the `script` plugin first.
-ENABLED = "script,cloudtpu.pod.tpu_vm,host_list,yaml"
 _PREFIXES = ("ANSIBLE_", "CLOUDTPU_", "GCP_", "PY_COLORS")
 
 
@@ -283,9 +280,7 @@ def test_slices_deal_the_hosts_round_robin_and_each_converges_alone(
     assert pod_vars["tpu_pod_coordinator"] == WORKERS[0], pod_vars
 
     for number, sliced in enumerate(slices, start=1):
-        data_dir = private_data_dir(
-            tmp_path / f"slice{number}", pod, ANSIBLE_INVENTORY_ENABLED=ENABLED
-        )
+        data_dir = private_data_dir(tmp_path / f"slice{number}", pod)
         script = inventory_script(data_dir / "inventory" / "hosts", sliced)
         result = job(data_dir, script, "libtpu", f"slice{number}")
         mine = members[number - 1]
@@ -300,7 +295,7 @@ def test_slices_deal_the_hosts_round_robin_and_each_converges_alone(
 def test_a_slice_without_the_coordinator_cannot_run_nfs(
     pod: dict[str, Any], synced: dict[str, Any], tmp_path: Path
 ) -> None:
-    data_dir = private_data_dir(tmp_path / "slice2", pod, ANSIBLE_INVENTORY_ENABLED=ENABLED)
+    data_dir = private_data_dir(tmp_path / "slice2", pod)
     script = inventory_script(data_dir / "inventory" / "hosts", awx_slice(synced, 2, 2))
     result = job(data_dir, script, "nfs", "nfs-slice2")
     assert result.status == "failed" and result.rc != 0, stdout_tail(result)
@@ -310,16 +305,3 @@ def test_a_slice_without_the_coordinator_cannot_run_nfs(
     assert [f["task"] for f in failed] == ["Check that this worker has an NFS server"], failed
     message = failed[0]["res"]["msg"]
     assert f"{WORKERS[1]} has no NFS server" in message, message
-
-
-def test_a_job_inventory_script_needs_the_script_plugin(
-    pod: dict[str, Any], synced: dict[str, Any], tmp_path: Path
-) -> None:
-    data_dir = private_data_dir(tmp_path / "plain", pod)
-    script = inventory_script(data_dir / "inventory" / "hosts", awx_slice(synced, 1, 2))
-    result = job(data_dir, script, "libtpu", "no-script-plugin")
-    output = stdout_tail(result, 200)
-    assert result.status == "failed" and result.rc != 0, output
-    assert result.stats is None, result.stats
-    assert not hosts_with(result, "runner_on_ok")
-    assert f"Completely failed to parse inventory source {script}" in output, output

@@ -325,3 +325,27 @@ def test_cache_entry_for_other_projects_is_a_miss(tmp_path: Path, server: Any) -
     inv = manager(write_source(tmp_path, server, projects=[OTHER], **options), cache=True)
     assert requests_made(server) == 1
     assert hosts(inv) == ["lite-w0", "lite-w1", "lite-w2", "lite-w3"]
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"CLOUDTPU_PROJECT": PROJECT, "GCP_PROJECT": OTHER}, [PROJECT]),
+        ({"GCP_PROJECT": OTHER}, [OTHER]),
+        ({"CLOUDTPU_PROJECT": f"{PROJECT},{OTHER}"}, [PROJECT, OTHER]),
+    ],
+)
+def test_cloudtpu_project_wins_over_gcp_project(
+    tmp_path: Path, server: Any, monkeypatch: pytest.MonkeyPatch, env: dict, expected: list
+) -> None:
+    """The playbooks (playbooks/vars/lifecycle.yml) take CLOUDTPU_PROJECT before GCP_PROJECT,
+    which an AWX credential sets: the inventory must pick the same project."""
+    monkeypatch.delenv("CLOUDTPU_PROJECT", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    path = write_source(tmp_path, server)
+    config = yaml.safe_load(path.read_text())
+    del config["projects"]
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    projects = {hostvars(manager(path), h)["tpu_project"] for h in hosts(manager(path))}
+    assert sorted(projects) == sorted(expected)
