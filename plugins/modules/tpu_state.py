@@ -88,6 +88,14 @@ options:
     description: Also require that no dpkg run was left half done (journal or C(dpkg --audit)).
     type: bool
     default: false
+  notes:
+    description:
+      - With V(record), what the role worked out on the worker during its tasks and needs again
+        when it skips them (what the kernel can do, a user's id). Kept in the record as given, and
+        returned as RV(notes) by a check that finds the worker converged. Notes are not compared, so
+        the record must also name what proves them (a path or a command).
+    type: dict
+    default: {}
   enabled:
     description:
       - With V(false) a check answers RV(converged=false) without looking, so the role runs
@@ -121,6 +129,10 @@ differences:
   type: list
   elements: str
   returned: always
+notes:
+  description: The O(notes) of the record when RV(converged) is true; empty otherwise.
+  type: dict
+  returned: always
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -144,7 +156,8 @@ def _check(module: AnsibleModule) -> dict:
     found = tpu_state.differences(record, seen)
     if params["dpkg_clean"]:
         found += tpu_state.dpkg_problems()
-    return {"converged": not found, "differences": found}
+    notes = record.get("notes", {}) if not found else {}
+    return {"converged": not found, "differences": found, "notes": notes}
 
 
 def _record(module: AnsibleModule) -> dict:
@@ -159,7 +172,8 @@ def _record(module: AnsibleModule) -> dict:
             msg=f"the {params['role']} role's tasks finished, yet: " + "; ".join(problems),
             differences=problems,
         )
-    tpu_state.write_record(params["role"], dict(seen, digest=params["digest"]))
+    notes = {"notes": params["notes"]} if params["notes"] else {}
+    tpu_state.write_record(params["role"], dict(seen, digest=params["digest"], **notes))
     return {"converged": True, "differences": []}
 
 
@@ -182,6 +196,7 @@ def main() -> None:
                 },
             },
             "dpkg_clean": {"type": "bool", "default": False},
+            "notes": {"type": "dict", "default": {}},
             "enabled": {"type": "bool", "default": True},
         },
         required_if=[("state", "check", ["digest"]), ("state", "record", ["digest"])],
@@ -195,12 +210,14 @@ def main() -> None:
         tpu_state.record_path(params["role"])
         if params["state"] == "forget":
             gone = False if module.check_mode else tpu_state.forget_record(params["role"])
-            module.exit_json(changed=False, converged=False, differences=[], forgotten=gone)
+            module.exit_json(
+                changed=False, converged=False, differences=[], notes={}, forgotten=gone
+            )
         result = _check(module) if params["state"] == "check" else _record(module)
     except tpu_state.StateError as error:
         module.fail_json(msg=str(error))
     # A record is the collection's own bookkeeping, not a change of the worker's configuration.
-    module.exit_json(changed=False, **result)
+    module.exit_json(changed=False, **dict({"notes": {}}, **result))
 
 
 if __name__ == "__main__":
