@@ -21,8 +21,8 @@ description:
     of the facts that decide what it writes (distribution and its release and version,
     architecture, OS family, service manager), of O(extra) (what the role works out from the
     inventory, such as a pod's server and addresses), and of its code. The code is every file of
-    O(role_path) and of the collection's C(plugins) folder, so a new release of the collection
-    sends every role through its tasks once.
+    the collection's C(roles) and C(plugins) folders (roles import each other), so a new release
+    of the collection sends every role through its tasks once.
   - M(cloudtpu.pod.tpu_state) records it after the role's tasks succeeded; a run whose digest
     differs from the record runs the tasks again.
 positional: _input, role_path
@@ -32,7 +32,7 @@ options:
     type: dict
     required: true
   role_path:
-    description: The role's folder (C(role_path)).
+    description: The role's folder (C(role_path)); the collection is found from it.
     type: str
     required: true
   facts:
@@ -111,14 +111,20 @@ def _plain(value: Any) -> Any:
 def state_digest(
     values: Mapping, role_path: str, facts: Mapping | None = None, extra: Any = None
 ) -> str:
-    plugins = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(role_path))), "plugins")
+    # The collection's roles (a role imports others: every role's apt step is the apt role) and
+    # its plugins, found from the role's folder.
+    collection = os.path.dirname(os.path.dirname(os.path.realpath(role_path)))
     facts = facts or {}
     document = {
         "vars": _plain(values),
         "facts": {name: _plain(facts.get(name)) for name in FACTS},
         "extra": _plain(extra),
-        "role": code_digest(role_path),
-        "plugins": code_digest(plugins) if os.path.isdir(plugins) else None,
+        "role": os.path.basename(os.path.realpath(role_path)),
+        "code": [
+            code_digest(os.path.join(collection, folder))
+            for folder in ("roles", "plugins")
+            if os.path.isdir(os.path.join(collection, folder))
+        ],
     }
     text = json.dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()

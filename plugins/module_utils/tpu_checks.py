@@ -298,6 +298,20 @@ def network_problem(
     return ""
 
 
+def address_problem(value: Any, name: str) -> str:
+    """Why ``value`` is not a non-empty list of single IPv4 or IPv6 addresses; ``''`` if it is."""
+    items = [value] if isinstance(value, str) else value
+    allowed = "allowed: a list of single addresses such as 10.130.0.2 or fd00::2"
+    if isinstance(items, (Mapping, bytes)) or not isinstance(items, Iterable) or not items:
+        return f"{name} is {_shown(value)}: {allowed}."
+    for item in items:
+        try:
+            ipaddress.ip_address(item if isinstance(item, str) and "%" not in item else None)
+        except ValueError:
+            return f"{name} is {_shown(value)}: {_shown(item)} is not one address; {allowed}."
+    return ""
+
+
 def _number(value: Any, integer: bool) -> int | float | None:
     if isinstance(value, bool):
         return None

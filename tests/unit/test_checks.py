@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.cloudtpu.pod.plugins.filter.checks import FilterModule
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     OPTION_LIMITS,
+    address_problem,
     device_glob_problem,
     network_problem,
     number_problem,
@@ -375,6 +376,34 @@ def test_filters_are_the_checks() -> None:
     assert filters == {
         "path_problem": path_problem,
         "network_problem": network_problem,
+        "address_problem": address_problem,
         "number_problem": number_problem,
         "device_glob_problem": device_glob_problem,
     }
+
+
+@pytest.mark.parametrize(
+    "value",
+    [["10.0.0.2", "10.0.0.3"], "fd00::2", ["10.0.0.2", "2001:db8::1"]],
+)
+def test_address_lists_that_pass(value: object) -> None:
+    assert address_problem(value, "tpu_pod_ips") == ""
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ([], "[]"),
+        (["10.0.0.0/24"], '"10.0.0.0/24"'),
+        (["10.0.0.2\n"], '"10.0.0.2\\n"'),
+        (["ALL"], '"ALL"'),
+        (["10.0.0.2 ALL"], '"10.0.0.2 ALL"'),
+        (["fe80::1%eth0"], '"fe80::1%eth0"'),
+        ([167772162], "167772162"),
+        ({"a": "10.0.0.2"}, '{"a": "10.0.0.2"}'),
+    ],
+)
+def test_address_lists_that_are_refused(value: object, shown: str) -> None:
+    message = address_problem(value, "tpu_pod_ips")
+    assert message.startswith("tpu_pod_ips is "), message
+    assert shown in message and "allowed: a list of single addresses" in message, message

@@ -207,6 +207,17 @@ def test_the_digest_follows_inputs_facts_and_code(tmp_path: Path) -> None:
     assert changed_role != state_digest({"a": 1, "b": ["x"]}, str(role), facts=facts, extra="tpu")
 
 
+def test_a_role_digest_follows_the_other_roles_it_imports(tmp_path: Path) -> None:
+    roles = tmp_path / "roles"
+    for name in ("base", "apt"):
+        (roles / name / "tasks").mkdir(parents=True)
+        (roles / name / "tasks" / "main.yml").write_text("---\n")
+    before = state_digest({}, str(roles / "base"))
+    assert before != state_digest({}, str(roles / "apt")), "each role has a digest of its own"
+    (roles / "apt" / "tasks" / "pod_cache.yml").write_text("---\n")
+    assert before != state_digest({}, str(roles / "base"))
+
+
 def test_the_collections_roles_digest_their_own_code() -> None:
     base = state_digest({}, str(REPO / "roles" / "base"))
     python = state_digest({}, str(REPO / "roles" / "python"))
