@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -174,3 +176,43 @@ def test_share_round_trip_between_workers_over_nfs(host):
 def _auth(host) -> str:
     user = host.user(USER)
     return f"version=4&uid={user.uid}&gid={user.gid}"
+
+
+def test_the_pod_package_cache_serves_worker_1_from_worker_0(host):
+    """The coordinator's apt-cacher-ng (the apt role's pod cache) listens on its internal
+    address only, lets in the pod's addresses only, and handed worker 1 packages that worker 0
+    had fetched (its log: 'I' lines are fetched from the sources, 'O' lines sent to a client)."""
+    if _worker_id(host) != 1:
+        pytest.skip("runs from worker 1, the cache's client; worker 0 is reached from here")
+    server = _server(host)
+    coordinator_ip = _var(host, "tpu_pod_coordinator_ip")
+    me = _var(host, "tpu_internal_ip")
+    assert server.service("apt-cacher-ng").is_running
+    listening = server.run("ss -Hltn 'sport = :3142'").stdout.split()
+    assert f"{coordinator_ip}:3142" in listening, listening
+    assert "0.0.0.0:3142" not in listening and "*:3142" not in listening, listening
+    allowed = server.file("/etc/hosts.allow").content_string
+    assert f"apt-cacher-ng: {coordinator_ip} {me}" in allowed, allowed
+    assert "apt-cacher-ng: ALL" in server.file("/etc/hosts.deny").content_string
+
+    log = server.run("sudo -n cat /var/log/apt-cacher-ng/apt-cacher.log").stdout.splitlines()
+    rows = [line.split("|") for line in log if line.count("|") >= 4]
+    to_me = {row[4] for row in rows if row[1] == "O" and row[3] == me}
+    fetched = [row[4] for row in rows if row[1] == "I"]
+    assert any(path.endswith(".deb") for path in to_me), f"no package went to {me}: {log[-20:]}"
+    twice = sorted({path for path in fetched if fetched.count(path) > 1 and path.endswith(".deb")})
+    assert not twice, f"the cache fetched these more than once: {twice}"
+
+
+def test_the_pod_package_cache_refuses_an_address_outside_the_pod(host):
+    """This test runs on the machine that runs the containers: its address on their network is
+    not one of the pod's, so TCP wrappers close the connection before any answer."""
+    if _worker_id(host) != 0:
+        pytest.skip("one check is enough: the cache runs on worker 0")
+    url = f"http://{_var(host, 'tpu_pod_coordinator_ip')}:3142/acng-report.html"
+    probe = f"import urllib.request as u; print(u.urlopen('{url}').status)"
+    inside = host.run(f"python3 -c {shlex.quote(probe)}")
+    assert inside.stdout.strip() == "200", f"the coordinator itself is refused: {inside.stderr}"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
+        opener.open(url, timeout=10).read()
