@@ -338,7 +338,8 @@ LIBTPU = [
 TABLE = {
     "base": (BASE, {}, ("preflight.yml",)),
     "python": (PYTHON, PYTHON_GOOD, ("preflight.yml",)),
-    "framework": (FRAMEWORK, FRAMEWORK_GOOD, ("preflight.yml",)),
+    # the login user's passwd entry is the worker's to give: host.yml, before any change
+    "framework": (FRAMEWORK, FRAMEWORK_GOOD, ("preflight.yml", "host.yml")),
     "tcmalloc": (TCMALLOC, {}, ("preflight.yml",)),
     "remote_shell": (REMOTE_SHELL, {}, ("preflight.yml",)),
     # a one-worker pod that serves itself; pod.yml only looks (the server and its addresses)
