@@ -182,7 +182,7 @@ def main() -> None:
         argument_spec={
             "role": {"type": "str", "required": True},
             "state": {"type": "str", "choices": ["check", "record", "forget"], "default": "check"},
-            "digest": {"type": "str", "no_log": False},
+            "digest": {"type": "str"},
             "paths": {"type": "list", "elements": "path", "default": []},
             "packages": {"type": "list", "elements": "str", "default": []},
             "units": {"type": "list", "elements": "str", "default": []},
