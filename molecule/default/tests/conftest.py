@@ -61,10 +61,12 @@ def su_login(host, command: str) -> str:
     return result.stdout
 
 
-def run_converge(tags: str, **extra_vars: str) -> subprocess.CompletedProcess[str]:
-    """Run the scenario's converge.yml, only the roles tagged `tags`, with extra variables."""
+def run_converge(tags: str, *options: str, **extra_vars: str) -> subprocess.CompletedProcess[str]:
+    """Run the scenario's converge.yml, only the roles tagged `tags`, with extra variables and
+    more ansible-playbook options (--check, --diff)."""
     scenario = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
     cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "--tags", tags]
+    cmd += options
     for name, value in extra_vars.items():
         cmd += ["-e", f"{name}={value}"]
     cmd.append(str(scenario / "converge.yml"))
@@ -94,9 +96,15 @@ def converge(tags: str, **extra_vars: str) -> subprocess.CompletedProcess[str]:
 
 def changed_count(result: subprocess.CompletedProcess[str]) -> int:
     """`changed=` of the play recap."""
-    match = re.search(r"changed=(\d+)", result.stdout.split("PLAY RECAP")[-1])
-    assert match, result.stdout[-2000:]
-    return int(match.group(1))
+    return recap(result)["changed"]
+
+
+def recap(result: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    """The worker's counts in the play recap (ok, changed, skipped, ...)."""
+    line = result.stdout.split("PLAY RECAP")[-1]
+    counts = {key: int(value) for key, value in re.findall(r"(\w+)=(\d+)", line)}
+    assert "changed" in counts, result.stdout[-2000:]
+    return counts
 
 
 def changed_tasks(result: subprocess.CompletedProcess[str]) -> list[str]:
