@@ -258,6 +258,14 @@ def recorded_spec(record: dict, spec: dict) -> dict:
     return merged
 
 
+def shown(argv: list[str]) -> str:
+    """A command as messages show it: a script given as an argument (python -c) by its size."""
+    return " ".join(
+        f"<script of {arg.count(chr(10)) + 1} lines>" if "\n" in arg or len(arg) > 200 else arg
+        for arg in argv
+    )
+
+
 def differences(recorded: dict, seen: dict) -> list[str]:
     """What differs between a record and what is there now, one line each."""
     found = []
@@ -274,7 +282,7 @@ def differences(recorded: dict, seen: dict) -> list[str]:
     for command in seen.get("commands", []):
         key = json.dumps([command["argv"], command.get("user", "")])
         if before_cmds.get(key) != command:
-            found.append(f"command {' '.join(command['argv'])}: output or exit code differs")
+            found.append(f"command {shown(command['argv'])}: output or exit code differs")
     return found
 
 
@@ -286,7 +294,7 @@ def unhealthy(seen: dict) -> list[str]:
         if not status.startswith("installed ")
     ]
     found += [
-        f"command {' '.join(c['argv'])}: exit code {c.get('rc')} {c.get('error', '')}".rstrip()
+        f"command {shown(c['argv'])}: exit code {c.get('rc')} {c.get('error', '')}".rstrip()
         for c in seen.get("commands", [])
         if c.get("rc") != 0
     ]
