@@ -14,7 +14,14 @@ Bytes: every worker container's eth0 receive and send counters, read before and 
 fetch the wheels from the coordinator over the pod network: bytes from the package indexes are
 then the pod's received bytes minus what the coordinator sent to its peers.
 
+Controller CPU: user + sys of ansible-playbook and every process it waited for, or of the
+script side's ssh clients, per run (bench/bootstrap/measure.py); site.yml's SSH ControlPersist
+masters, which leave that process tree, are read apart from /proc in a control folder of the
+benchmark's own. Tasks: ok + skipped of each worker in the PLAY RECAP. The section of
+BENCHMARKS.md (bench/bootstrap/report.py) ends with the goals, each met or missed.
+
     bench/bootstrap/run.py --workers 1 2 4 8 --reruns 3 --cold 1 --markdown BENCHMARKS.md
+    bench/bootstrap/run.py --render-only --markdown BENCHMARKS.md   # table and figures again
 
 Raw rows: bench/results/bootstrap.json (with every run's log under .cache/bench/logs).
 """
@@ -25,32 +32,44 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
-import statistics
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-BENCH = REPO / ".cache" / "bench"
+sys.path.insert(0, str(REPO))
+
+# bench/scale/run.py imports log and recap from here.
+from bench.bootstrap.measure import (
+    BENCH,
+    apt_debs,
+    containers,
+    counters,
+    log,
+    mux_cpu,
+    mux_delta,
+    playbook,
+    pod_hosts,
+    recap,
+    slowest,
+    ssh_all,
+    tasks,
+    traffic,
+)
+from bench.bootstrap.report import markdown, write_markdown
+
 RESULTS = REPO / "bench" / "results" / "bootstrap.json"
-BASELINE = REPO / "bench" / "bootstrap" / "baseline.sh"
+FIGURES = REPO / "bench" / "figures"
 PROJECT = "demo-project"
 ZONE = "us-central2-b"
 # Accelerator types of the emulator and their worker counts (v4: 4 chips, 8 cores per host).
 TYPES = {1: "v4-8", 2: "v4-16", 4: "v4-32", 8: "v4-64", 16: "v4-128"}
 # What the Ansible side runs: the roles that do what baseline.sh does, and the same choices.
 ANSIBLE_TAGS = "base,python,framework,remote_shell"
-MARK_START = "<!-- bench-bootstrap:start -->"
-MARK_END = "<!-- bench-bootstrap:end -->"
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 def environment(port: int) -> dict[str, str]:
@@ -77,172 +96,17 @@ def environment(port: int) -> dict[str, str]:
     return env
 
 
-def run(argv: list[str], env: dict[str, str], logfile: Path) -> tuple[float, int, str]:
-    """Run a command, write its output to logfile; return wall seconds, rc and output."""
-    start = time.monotonic()
-    done = subprocess.run(
-        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    seconds = time.monotonic() - start
-    logfile.parent.mkdir(parents=True, exist_ok=True)
-    logfile.write_text(done.stdout, encoding="utf-8")
-    return seconds, done.returncode, done.stdout
-
-
-def playbook(args: list[str], env: dict[str, str], logfile: Path) -> tuple[float, str]:
-    seconds, rc, out = run(["ansible-playbook", "-i", "inventories/demo", *args], env, logfile)
-    if rc != 0:
-        tail = "\n".join(out.splitlines()[-30:])
-        raise RuntimeError(f"ansible-playbook {' '.join(args)} failed (rc {rc}):\n{tail}")
-    return seconds, out
-
-
-def plain(value: Any) -> Any:
-    """Values of ansible-inventory --list may come as {"__ansible_unsafe": ...}."""
-    if isinstance(value, dict) and "__ansible_unsafe" in value:
-        return value["__ansible_unsafe"]
-    return value
-
-
-def pod_hosts(name: str, env: dict[str, str]) -> list[dict[str, Any]]:
-    """The pod's workers from the tpu_vm inventory, worker 0 first."""
-    out = subprocess.run(
-        ["ansible-inventory", "-i", "inventories/demo", "--list"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    hostvars = json.loads(out)["_meta"]["hostvars"]
-    hosts = [
-        {
-            "host": host,
-            "ip": plain(hv["ansible_host"]),
-            "worker": int(plain(hv["tpu_worker_id"])),
-        }
-        for host, hv in hostvars.items()
-        if plain(hv.get("tpu_node")) == name
-    ]
-    return sorted(hosts, key=lambda h: h["worker"])
-
-
-def containers(name: str) -> list[str]:
-    """The pod's worker containers, worker 0 first (names end in -w<id>)."""
-    out = subprocess.run(
-        ["docker", "ps", "--format", "{{.Names}}", "--filter", f"name=-{name}-"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return sorted(out, key=lambda c: int(c.rsplit("-w", 1)[1]))
-
-
-def counters(names: list[str]) -> list[tuple[int, int]]:
-    """(rx_bytes, tx_bytes) of eth0 in each container."""
-    result = []
-    for name in names:
-        out = subprocess.run(
-            [
-                "docker",
-                "exec",
-                name,
-                "cat",
-                "/sys/class/net/eth0/statistics/rx_bytes",
-                "/sys/class/net/eth0/statistics/tx_bytes",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        result.append((int(out[0]), int(out[1])))
-    return result
-
-
-def apt_debs(names: list[str]) -> list[int]:
-    """Bytes of the .deb files apt downloaded into its archive folder, per container."""
-    result = []
-    for name in names:
-        out = subprocess.run(
-            ["docker", "exec", name, "du", "-sb", "/var/cache/apt/archives"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.split()
-        result.append(int(out[0]) if out else 0)
-    return result
-
-
-def traffic(before: list[tuple[int, int]], after: list[tuple[int, int]]) -> dict[str, Any]:
-    rx = [a[0] - b[0] for a, b in zip(after, before, strict=True)]
-    tx = [a[1] - b[1] for a, b in zip(after, before, strict=True)]
-    # What the coordinator sent is the cache traffic to its peers (plus the small ssh replies).
-    served = tx[0] if len(tx) > 1 else 0
-    return {"rx": rx, "tx": tx, "pod_rx": sum(rx), "from_indexes": sum(rx) - served}
-
-
-def ssh_all(hosts: list[dict[str, Any]], env: dict[str, str], logdir: Path) -> tuple[float, bool]:
-    """baseline.sh on every worker at once: one ssh per worker, as gcloud --worker=all does."""
-    script = BASELINE.read_bytes()
-    results: dict[str, int] = {}
-
-    def one(host: dict[str, Any]) -> None:
-        argv = [
-            "ssh",
-            "-i",
-            str(BENCH / "id_ed25519"),
-            "-o",
-            f"UserKnownHostsFile={BENCH / 'known_hosts'}",
-            "-o",
-            "StrictHostKeyChecking=accept-new",
-            "-o",
-            "BatchMode=yes",
-            f"tpu@{host['ip']}",
-            f"BENCH_JAX_VERSION={env['BENCH_JAX_VERSION']} bash -s",
-        ]
-        done = subprocess.run(argv, input=script, capture_output=True, check=False)
-        (logdir / f"{host['host']}.log").write_bytes(done.stdout + done.stderr)
-        results[host["host"]] = done.returncode
-
-    logdir.mkdir(parents=True, exist_ok=True)
-    threads = [threading.Thread(target=one, args=(h,)) for h in hosts]
-    start = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    seconds = time.monotonic() - start
-    failed = {h: rc for h, rc in results.items() if rc != 0}
-    if failed:
-        raise RuntimeError(f"baseline.sh failed on {failed}; logs in {logdir}")
-    return seconds, True
-
-
-def recap(out: str) -> dict[str, int]:
-    totals = {"ok": 0, "changed": 0, "failed": 0, "unreachable": 0}
-    for match in re.finditer(
-        r"^\S+\s*: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", out, re.M
-    ):
-        totals["ok"] += int(match[1])
-        totals["changed"] += int(match[2])
-        totals["unreachable"] += int(match[3])
-        totals["failed"] += int(match[4])
-    return totals
-
-
-def slowest(out: str, count: int = 8) -> list[str]:
-    """The slowest tasks from the profile_tasks summary at the end of a run."""
-    lines = [ln for ln in out.splitlines() if re.search(r" -+ \d+\.\d+s$", ln)]
-    return lines[:count]
-
-
 class Bench:
     def __init__(self, opts: argparse.Namespace) -> None:
         self.opts = opts
         self.env = environment(opts.port)
         self.env["BENCH_JAX_VERSION"] = opts.jax
+        self.env["BENCH_PYTHON"] = f"python{opts.python}"
         self.stamp = time.strftime("%m%d%H%M")
         self.logs = BENCH / "logs" / self.stamp
+        # SSH control sockets of the benchmark's own, one folder per pod (short: sockets have a
+        # path limit), so that its ControlPersist masters can be told apart and measured.
+        self.control = Path(tempfile.mkdtemp(prefix="bench-cp-"))
 
     def start(self) -> None:
         BENCH.mkdir(parents=True, exist_ok=True)
@@ -265,6 +129,9 @@ class Bench:
         )
 
     def stop(self) -> None:
+        for folder in self.control.iterdir():
+            self.close_masters(folder)
+        shutil.rmtree(self.control, ignore_errors=True)
         subprocess.run(
             [
                 str(REPO / "tools" / "emulator.sh"),
@@ -287,7 +154,7 @@ class Bench:
                 "-e", f"tpu_provision_known_hosts={BENCH / 'known_hosts'}",
                 "-e", "tpu_provision_poll_interval=1",
             ],
-            self.env,
+            self.pod_env(name),
             self.logs / f"{name}-provision.log",
         )  # fmt: skip
 
@@ -301,7 +168,7 @@ class Bench:
                 "-e", f"tpu_provision_project={PROJECT}",
                 "-e", "tpu_teardown_poll_interval=1",
             ],
-            self.env,
+            self.pod_env(name),
             self.logs / f"{name}-teardown.log",
         )  # fmt: skip
 
@@ -312,6 +179,8 @@ class Bench:
             "tpu_base_user_shell": "/usr/bin/zsh",
             "tpu_base_timezone": "Asia/Hong_Kong",
             "tpu_framework_version": self.opts.jax,
+            # The script's Python (the demo inventory's default is 3.10, which jax 0.10 lacks).
+            "tpu_python_version": self.opts.python,
         }
         if self.opts.pod_cache is not None:
             extra["tpu_framework_pod_cache"] = self.opts.pod_cache == "on"
@@ -325,9 +194,43 @@ class Bench:
             json.dumps(extra),
         ]
 
+    def pod_env(self, name: str) -> dict[str, str]:
+        """The environment of the pod's ansible runs: its own folder of SSH control sockets."""
+        return {**self.env, "ANSIBLE_SSH_CONTROL_PATH_DIR": str(self.control / name)}
+
+    def close_masters(self, folder: Path) -> None:
+        """End the pod's ControlPersist masters before its workers go."""
+        for socket in folder.glob("*"):
+            subprocess.run(
+                ["ssh", "-O", "exit", "-o", f"ControlPath={socket}", "bench"],
+                capture_output=True,
+                check=False,
+            )
+
+    def once(
+        self, kind: str, name: str, label: str, hosts: list[dict[str, Any]]
+    ) -> tuple[float, dict[str, Any]]:
+        """One bootstrap of the pod; wall seconds and what else was measured."""
+        folder, env = self.control / name, self.pod_env(name)
+        if kind == "baseline":
+            seconds, cpu = ssh_all(hosts, env, self.logs / f"{name}-{label}")
+            return seconds, {"cpu": round(cpu, 2)}
+        masters = mux_cpu(folder)
+        seconds, cpu, out = playbook(
+            self.ansible_args(name), env, self.logs / f"{name}-{label}.log"
+        )
+        return seconds, {
+            "cpu": round(cpu, 2),
+            "mux_cpu": round(mux_delta(masters, mux_cpu(folder)), 2),
+            "recap": recap(out),
+            "tasks": tasks(out, [h["host"] for h in hosts]),
+            "slowest": slowest(out),
+        }
+
     def side(self, kind: str, workers: int, round_: int) -> dict[str, Any]:
         name = f"bench-{kind[:4]}-{workers}-{self.stamp}-{round_}"
         log(f"{kind}, {workers} worker(s), round {round_}: provision {name}")
+        (self.control / name).mkdir()
         self.provision(name, workers)
         try:
             hosts = pod_hosts(name, self.env)
@@ -341,14 +244,7 @@ class Bench:
             for attempt in range(1 + self.opts.reruns):
                 label = "cold" if attempt == 0 else f"rerun{attempt}"
                 before = counters(boxes)
-                if kind == "baseline":
-                    seconds, _ = ssh_all(hosts, self.env, self.logs / f"{name}-{label}")
-                    info: dict[str, Any] = {}
-                else:
-                    seconds, out = playbook(
-                        self.ansible_args(name), self.env, self.logs / f"{name}-{label}.log"
-                    )
-                    info = {"recap": recap(out), "slowest": slowest(out)}
+                seconds, info = self.once(kind, name, label, hosts)
                 after = counters(boxes)
                 if attempt == 0:
                     info["apt_debs"] = apt_debs(boxes)
@@ -357,106 +253,19 @@ class Bench:
                 )
                 log(
                     f"  {label}: {seconds:.1f} s, pod received {sum(runs[-1]['rx']) / 1e6:.1f} MB"
+                    f", controller CPU {info['cpu'] / workers:.2f} s per worker"
                     + (f", changed={info['recap']['changed']}" if "recap" in info else "")
+                    + (f", tasks {sorted(set(info['tasks'].values()))}" if "tasks" in info else "")
                 )
             row["runs"] = runs
             return row
         finally:
             if not self.opts.keep:
+                self.close_masters(self.control / name)
                 self.teardown(name)
 
 
-def median_range(values: list[float]) -> str:
-    if not values:
-        return "-"
-    return f"{statistics.median(values):.1f} s ({min(values):.1f}-{max(values):.1f})"
-
-
-def summarize(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
-    table: dict[tuple[str, int], dict[str, Any]] = {}
-    for row in rows:
-        cell = table.setdefault(
-            (row["kind"], row["workers"]), {"cold": [], "rerun": [], "bytes": [], "changed": []}
-        )
-        for run_ in row["runs"]:
-            if run_["label"] == "cold":
-                cell["cold"].append(run_["seconds"])
-                cell["bytes"].append(run_["from_indexes"])
-            else:
-                cell["rerun"].append(run_["seconds"])
-                if "recap" in run_:
-                    cell["changed"].append(run_["recap"]["changed"])
-    return table
-
-
-def megabytes(values: list[float]) -> str:
-    return f"{statistics.median(values) / 1e6:.0f}" if values else "-"
-
-
-def markdown(data: dict[str, Any]) -> str:
-    table = summarize(data["rows"])
-    counts = sorted({w for _, w in table})
-    lines = [
-        data["header"],
-        "",
-        "| workers | shell script, cold | site.yml, cold | shell script, re-run "
-        "| site.yml, re-run (changed) | MB from indexes, script | MB from indexes, site.yml |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    empty: dict[str, list[float]] = {"cold": [], "rerun": [], "bytes": [], "changed": []}
-    for workers in counts:
-        base = table.get(("baseline", workers), empty)
-        ans = table.get(("ansible", workers), empty)
-        changed = ",".join(str(c) for c in sorted(set(ans["changed"]))) or "-"
-        lines.append(
-            f"| {workers} | {median_range(base['cold'])} | {median_range(ans['cold'])} "
-            f"| {median_range(base['rerun'])} | {median_range(ans['rerun'])} ({changed}) "
-            f"| {megabytes(base['bytes'])} | {megabytes(ans['bytes'])} |"
-        )
-    lines.append("")
-    ratios = []
-
-    def med(kind: str, workers: int, key: str) -> float | None:
-        values = table.get((kind, workers), {}).get(key, [])
-        return statistics.median(values) if values else None
-
-    for workers in counts:
-        parts = []
-        for key, label in (("cold", "cold"), ("rerun", "re-run")):
-            a, b = med("ansible", workers, key), med("baseline", workers, key)
-            if a and b:
-                parts.append(f"{label} {a / b:.2f}x")
-        if parts:
-            ratios.append(f"{workers} worker(s): " + ", ".join(parts))
-    if ratios:
-        lines.append("site.yml / shell script, medians: " + "; ".join(ratios) + ".")
-    first, last = (counts[0], counts[-1]) if counts else (None, None)
-    for kind, label in (("ansible", "site.yml"), ("baseline", "shell script")):
-        a, b = med(kind, last, "rerun"), med(kind, first, "rerun")
-        if a and b and first != last:
-            lines.append(f"Re-run growth from {first} to {last} workers, {label}: {a / b:.2f}x.")
-    for kind, label in (("ansible", "site.yml"), ("baseline", "shell script")):
-        a, b = med(kind, last, "bytes"), med(kind, first, "bytes")
-        if a and b and first != last:
-            lines.append(
-                f"Bytes from the indexes, {last} against {first} worker(s), {label}: {a / b:.2f}x."
-            )
-    return "\n".join(lines)
-
-
-def write_markdown(path: Path, text: str) -> None:
-    doc = path.read_text(encoding="utf-8")
-    block = f"{MARK_START}\n{text}\n{MARK_END}"
-    if MARK_START in doc:
-        doc = re.sub(
-            re.escape(MARK_START) + ".*?" + re.escape(MARK_END), lambda _m: block, doc, flags=re.S
-        )
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(doc, encoding="utf-8")
-
-
-def plot(results: Path) -> None:
+def plot(results: Path, figures: Path) -> None:
     """Draw the figures with matplotlib from a venv of the benchmark's own (not the project's)."""
     venv = REPO / ".cache" / "bench-venv"
     python = venv / "bin" / "python"
@@ -470,7 +279,8 @@ def plot(results: Path) -> None:
             [str(python), "-m", "pip", "install", "-q", "matplotlib==3.10.7"], check=True
         )
     subprocess.run(
-        [str(python), str(REPO / "bench" / "bootstrap" / "plot.py"), str(results)], check=True
+        [str(python), str(REPO / "bench" / "bootstrap" / "plot.py"), str(results), str(figures)],
+        check=True,
     )
 
 
@@ -489,6 +299,7 @@ def main() -> int:
         "--sides", nargs="+", default=["baseline", "ansible"], choices=["baseline", "ansible"]
     )
     parser.add_argument("--jax", default="0.10.2", help="jax release for both sides")
+    parser.add_argument("--python", default="3.11", help="the workers' Python for both sides")
     parser.add_argument("--tags", default=ANSIBLE_TAGS, help="site.yml tags for the Ansible side")
     parser.add_argument(
         "--pod-cache", choices=["on", "off"], help="tpu_framework_pod_cache (default: the role's)"
@@ -498,6 +309,7 @@ def main() -> int:
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--markdown", type=Path, help="update the bootstrap section of this file")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--figures", type=Path, default=FIGURES, help="folder of the figures")
     parser.add_argument(
         "--render-only", action="store_true", help="redo table and plots from --results"
     )
@@ -510,9 +322,9 @@ def main() -> int:
             print("docker is missing: run `make image` first", file=sys.stderr)
             return 1
         bench = Bench(opts)
-        bench.start()
         rows: list[dict[str, Any]] = []
         try:
+            bench.start()
             flip = False
             for workers in opts.workers:
                 for round_ in range(1, opts.cold + 1):
@@ -526,7 +338,8 @@ def main() -> int:
             bench.stop()
         load = os.getloadavg()[0]
         header = (
-            f"jax[tpu]=={opts.jax}; workers {' '.join(map(str, opts.workers))}; "
+            f"jax[tpu]=={opts.jax} on Python {opts.python}; "
+            f"workers {' '.join(map(str, opts.workers))}; "
             f"{opts.cold} cold run(s) per side and worker count (a fresh pod each), "
             f"{opts.reruns} re-runs after each; median (min-max); site.yml with --tags "
             f"{opts.tags}, pod cache {opts.pod_cache or 'as the role defaults'}; "
@@ -544,7 +357,7 @@ def main() -> int:
     if opts.markdown:
         write_markdown(opts.markdown, text)
     if not opts.no_plot:
-        plot(opts.results)
+        plot(opts.results, opts.figures)
     return 0
 
 

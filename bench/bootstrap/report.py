@@ -1,0 +1,221 @@
+"""The bootstrap benchmark's section of BENCHMARKS.md from its raw rows: the table of medians, the
+ratios of site.yml to the shell script, and the goals, each met or missed.
+
+Rows of results written before controller CPU and task counts were recorded still render; their
+cells for those figures show "-" and the goals that need them "not measured".
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+MARK_START = "<!-- bench-bootstrap:start -->"
+MARK_END = "<!-- bench-bootstrap:end -->"
+FIELDS = ("cold", "rerun", "bytes", "changed", "cpu", "mux", "tasks")
+SIDES = (("ansible", "site.yml"), ("baseline", "shell script"))
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, list[float]]]:
+    """Per (side, workers): cold and re-run seconds, bytes from the indexes (cold), changed
+    counts, controller CPU and ControlPersist masters' CPU per worker of the re-runs, and the
+    tasks (ok + skipped) of each worker in each re-run."""
+    table: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for row in rows:
+        workers = row["workers"]
+        cell = table.setdefault((row["kind"], workers), {key: [] for key in FIELDS})
+        for run_ in row["runs"]:
+            if run_["label"] == "cold":
+                cell["cold"].append(run_["seconds"])
+                cell["bytes"].append(run_["from_indexes"])
+                continue
+            cell["rerun"].append(run_["seconds"])
+            if "recap" in run_:
+                cell["changed"].append(run_["recap"]["changed"])
+            if "cpu" in run_:
+                cell["cpu"].append(run_["cpu"] / workers)
+            if "mux_cpu" in run_:
+                cell["mux"].append(run_["mux_cpu"] / workers)
+            cell["tasks"].extend(run_.get("tasks", {}).values())
+    return table
+
+
+def median(table: dict, kind: str, workers: int | None, key: str) -> float | None:
+    values = table.get((kind, workers), {}).get(key, [])
+    return statistics.median(values) if values else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def median_range(values: list[float], digits: int = 1) -> str:
+    if not values:
+        return "-"
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{mid:.{digits}f} s ({low:.{digits}f}-{high:.{digits}f})"
+
+
+def megabytes(values: list[float]) -> str:
+    return f"{statistics.median(values) / 1e6:.0f}" if values else "-"
+
+
+def spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    low, high = min(values), max(values)
+    return f"{low:.0f}" if low == high else f"{low:.0f}-{high:.0f}"
+
+
+def goal(
+    label: str, value: float | None, limit: float, unit: str, missing: str, strict: bool = False
+) -> dict[str, Any]:
+    """One goal: its measured value (None when the runs it needs were not made) against limit."""
+    met = None if value is None else (value < limit if strict else value <= limit)
+    return {
+        "label": label,
+        "value": value,
+        "limit": limit,
+        "unit": unit,
+        "strict": strict,
+        "met": met,
+        "missing": missing,
+    }
+
+
+def goals(table: dict[tuple[str, int], dict[str, list[float]]]) -> list[dict[str, Any]]:
+    """The issue's goals, computed from the table."""
+    ansible = sorted(w for kind, w in table if kind == "ansible")
+    with_cpu = [w for w in ansible if table[("ansible", w)]["cpu"]]
+    largest = with_cpu[-1] if with_cpu else None
+    tasks = [t for (kind, _), cell in table.items() if kind == "ansible" for t in cell["tasks"]]
+    return [
+        goal(
+            "No-op re-run at 4 workers, site.yml / shell script",
+            ratio(median(table, "ansible", 4, "rerun"), median(table, "baseline", 4, "rerun")),
+            1.0,
+            "x",
+            "needs 4 workers on both sides",
+        ),
+        goal(
+            "Cold run at 4 workers, site.yml / shell script",
+            ratio(median(table, "ansible", 4, "cold"), median(table, "baseline", 4, "cold")),
+            0.8,
+            "x",
+            "needs 4 workers on both sides",
+        ),
+        goal(
+            "Bytes from the indexes, 8 against 1 worker, site.yml",
+            ratio(median(table, "ansible", 8, "bytes"), median(table, "ansible", 1, "bytes")),
+            1.2,
+            "x",
+            "needs 1 and 8 workers",
+        ),
+        goal(
+            "No-op re-run growth from 1 to 8 workers, site.yml",
+            ratio(median(table, "ansible", 8, "rerun"), median(table, "ansible", 1, "rerun")),
+            1.5,
+            "x",
+            "needs re-runs at 1 and 8 workers",
+        ),
+        goal(
+            "Controller CPU per worker, no-op re-run, site.yml"
+            + (f" at {largest} worker{'s' if largest > 1 else ''}" if largest else ""),
+            median(table, "ansible", largest, "cpu"),
+            1.5,
+            " s",
+            "needs a site.yml re-run with controller CPU recorded",
+        ),
+        goal(
+            "Tasks per converged worker (ok + skipped in a re-run, the most of any worker)",
+            max(tasks) if tasks else None,
+            60,
+            "",
+            "needs a site.yml re-run",
+            strict=True,
+        ),
+    ]
+
+
+def goal_line(item: dict[str, Any]) -> str:
+    sign = "<" if item["strict"] else "≤"
+    unit, limit = item["unit"], item["limit"]
+    target = f"goal {sign} {limit:.1f}{unit}" if unit else f"goal {sign} {limit:g}"
+    value = item["value"]
+    if value is None:
+        return f"- {item['label']}: not measured ({item['missing']}; {target})."
+    shown = {"x": f"{value:.2f}x", " s": f"{value:.2f} s"}.get(unit, f"{value:.0f}")
+    return f"- {item['label']}: {shown} ({target}): {'met' if item['met'] else 'missed'}."
+
+
+def markdown(data: dict[str, Any]) -> str:
+    table = summarize(data["rows"])
+    counts = sorted({w for _, w in table})
+    lines = [
+        data["header"],
+        "",
+        "| workers | shell script, cold | site.yml, cold | shell script, re-run "
+        "| site.yml, re-run (changed) | MB from indexes, script | MB from indexes, site.yml "
+        "| controller CPU per worker, re-run, script | controller CPU per worker, re-run, site.yml "
+        "| tasks per worker, re-run, site.yml |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    empty: dict[str, list[float]] = {key: [] for key in FIELDS}
+    for workers in counts:
+        base = table.get(("baseline", workers), empty)
+        ans = table.get(("ansible", workers), empty)
+        changed = ",".join(str(c) for c in sorted(set(ans["changed"]))) or "-"
+        lines.append(
+            f"| {workers} | {median_range(base['cold'])} | {median_range(ans['cold'])} "
+            f"| {median_range(base['rerun'])} | {median_range(ans['rerun'])} ({changed}) "
+            f"| {megabytes(base['bytes'])} | {megabytes(ans['bytes'])} "
+            f"| {median_range(base['cpu'], 2)} | {median_range(ans['cpu'], 2)} "
+            f"| {spread(ans['tasks'])} |"
+        )
+    lines.append("")
+    ratios = []
+    for workers in counts:
+        parts = []
+        for key, label in (("cold", "cold"), ("rerun", "re-run")):
+            value = ratio(
+                median(table, "ansible", workers, key), median(table, "baseline", workers, key)
+            )
+            if value is not None:
+                parts.append(f"{label} {value:.2f}x")
+        if parts:
+            ratios.append(f"{workers} worker(s): " + ", ".join(parts))
+    if ratios:
+        lines.append("site.yml / shell script, medians: " + "; ".join(ratios) + ".")
+    first, last = (counts[0], counts[-1]) if counts else (None, None)
+    growth = "Re-run growth from {a} to {b} workers, {side}: {r:.2f}x."
+    bytes_ = "Bytes from the indexes, {b} against {a} worker(s), {side}: {r:.2f}x."
+    for key, text in (("rerun", growth), ("bytes", bytes_)):
+        for kind, side in SIDES:
+            value = ratio(median(table, kind, last, key), median(table, kind, first, key))
+            if value is not None and first != last:
+                lines.append(text.format(a=first, b=last, side=side, r=value))
+    muxed = [w for w in counts if table.get(("ansible", w), empty)["mux"]]
+    if muxed:
+        mux = median(table, "ansible", muxed[-1], "mux")
+        lines.append(
+            f"site.yml's SSH ControlPersist masters (daemons outside ansible-playbook's process "
+            f"tree, not in the CPU columns): {mux:.2f} s per worker in a re-run at "
+            f"{muxed[-1]} worker(s)."
+        )
+    lines += ["", "Goals:", ""]
+    lines += [goal_line(item) for item in goals(table)]
+    return "\n".join(lines)
+
+
+def write_markdown(path: Path, text: str) -> None:
+    doc = path.read_text(encoding="utf-8")
+    block = f"{MARK_START}\n{text}\n{MARK_END}"
+    if MARK_START in doc:
+        doc = re.sub(
+            re.escape(MARK_START) + ".*?" + re.escape(MARK_END), lambda _m: block, doc, flags=re.S
+        )
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(doc, encoding="utf-8")

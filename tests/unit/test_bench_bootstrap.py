@@ -1,0 +1,167 @@
+"""bench/bootstrap: the recap's task counts, the cells, the goals and the section's markdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.bootstrap import measure, report
+
+
+def runs(cold: float, rerun: float, workers: int, cpu: float, tasks: int | None) -> list[dict]:
+    """A cold run and two re-runs of one pod; cpu is the re-runs' controller CPU per worker."""
+    hosts = [f"pod-w{i}" for i in range(workers)]
+    out = [{"label": "cold", "seconds": cold, "from_indexes": 500e6 * workers, "cpu": 99.0}]
+    for attempt, extra in ((1, 0.0), (2, 2.0)):
+        run = {"label": f"rerun{attempt}", "seconds": rerun + extra, "from_indexes": 9e6}
+        run["cpu"] = (cpu + extra / 10) * workers
+        if tasks is not None:
+            run["recap"] = {"ok": 0, "changed": 0, "failed": 0, "unreachable": 0, "skipped": 0}
+            run["tasks"] = {h: tasks + (2 if h.endswith("w0") else 0) for h in hosts}
+            run["mux_cpu"] = 0.5 * workers
+        out.append(run)
+    return out
+
+
+def row(kind: str, workers: int, **figures) -> dict:
+    tasks = figures.pop("tasks", 118 if kind == "ansible" else None)
+    return {"kind": kind, "workers": workers, "runs": runs(tasks=tasks, workers=workers, **figures)}
+
+
+def results(counts: list[int]) -> dict:
+    rows = []
+    for workers in counts:
+        rows.append(row("baseline", workers, cold=200.0, rerun=20.0, cpu=0.1))
+        rows.append(
+            row("ansible", workers, cold=150.0, rerun=10.0 + workers, cpu=1.2 + workers / 8)
+        )
+    return {"header": "fake results", "rows": rows}
+
+
+def by_label(items: list[dict]) -> dict[str, dict]:
+    return {item["label"].split(",")[0].split(" at ")[0]: item for item in items}
+
+
+def test_tasks_are_ok_plus_skipped_of_each_worker_from_the_last_recap():
+    out = """PLAY RECAP *********************************************************************
+pod-w0                     : ok=100  changed=0    unreachable=0    failed=0    skipped=24   rescued=0    ignored=0
+pod-w1                     : ok=96   changed=1    unreachable=0    failed=0    skipped=22   rescued=0    ignored=0
+localhost                  : ok=3    changed=0    unreachable=0    failed=0    skipped=0    rescued=0    ignored=0
+
+Playbook run took 0 days, 0 hours, 0 minutes, 41 seconds
+"""  # noqa: E501
+    assert measure.tasks(out, ["pod-w0", "pod-w1", "pod-w2"]) == {"pod-w0": 124, "pod-w1": 118}
+    assert measure.recap(out) == {
+        "ok": 199,
+        "changed": 1,
+        "failed": 0,
+        "unreachable": 0,
+        "skipped": 46,
+    }
+
+
+def test_masters_count_what_they_used_between_the_readings():
+    assert measure.mux_delta({1: 2.0, 2: 5.0}, {1: 3.5, 3: 0.25}) == 1.75
+
+
+def test_summarize_takes_controller_cpu_and_tasks_per_worker_of_the_reruns():
+    cell = report.summarize(results([4])["rows"])[("ansible", 4)]
+    assert cell["cold"] == [150.0]
+    assert cell["rerun"] == [14.0, 16.0]
+    assert cell["cpu"] == [1.7, 1.9]
+    assert cell["mux"] == [0.5, 0.5]
+    assert sorted(set(cell["tasks"])) == [118, 120]
+    assert cell["changed"] == [0, 0]
+
+
+def test_goals_from_a_run_of_every_count():
+    table = report.summarize(results([1, 2, 4, 8])["rows"])
+    goals = by_label(report.goals(table))
+    rerun = goals["No-op re-run"]
+    assert rerun["value"] == 15.0 / 21.0
+    assert rerun["met"] is True
+    assert goals["Cold run"]["value"] == 0.75
+    assert goals["Cold run"]["met"] is True
+    assert goals["Bytes from the indexes"]["value"] == 8.0
+    assert goals["Bytes from the indexes"]["met"] is False
+    assert goals["No-op re-run growth from 1 to 8 workers"]["value"] == 19.0 / 12.0
+    assert goals["No-op re-run growth from 1 to 8 workers"]["met"] is False
+    cpu = goals["Controller CPU per worker"]
+    assert "at 8 workers" in cpu["label"]
+    assert round(cpu["value"], 6) == 2.3
+    assert cpu["met"] is False
+    assert goals["Tasks per converged worker (ok + skipped in a re-run"]["value"] == 120
+
+
+def test_tasks_goal_is_strictly_under_sixty():
+    table = report.summarize([row("ansible", 1, cold=1.0, rerun=1.0, cpu=1.0, tasks=60)])
+    (tasks,) = [g for g in report.goals(table) if g["label"].startswith("Tasks")]
+    assert tasks["value"] == 62
+    assert tasks["met"] is False
+    (cpu,) = [g for g in report.goals(table) if g["label"].startswith("Controller CPU")]
+    assert cpu["label"].endswith("site.yml at 1 worker")
+    table = report.summarize([row("ansible", 1, cold=1.0, rerun=1.0, cpu=1.0, tasks=57)])
+    (tasks,) = [g for g in report.goals(table) if g["label"].startswith("Tasks")]
+    assert tasks["met"] is True
+
+
+def test_goals_without_the_worker_counts_they_need_are_not_measured():
+    table = report.summarize(results([1, 4])["rows"])
+    goals = by_label(report.goals(table))
+    assert goals["Bytes from the indexes"]["met"] is None
+    assert goals["No-op re-run growth from 1 to 8 workers"]["value"] is None
+    assert goals["No-op re-run"]["met"] is True
+    assert "at 4 workers" in goals["Controller CPU per worker"]["label"]
+    lines = [report.goal_line(g) for g in report.goals(table)]
+    assert (
+        "- Bytes from the indexes, 8 against 1 worker, site.yml: not measured "
+        "(needs 1 and 8 workers; goal ≤ 1.2x)." in lines
+    )
+    assert "- Cold run at 4 workers, site.yml / shell script: 0.75x (goal ≤ 0.8x): met." in lines
+
+
+def test_markdown_shows_the_table_the_ratios_and_the_goals():
+    text = report.markdown(results([1, 2, 4, 8]))
+    lines = text.splitlines()
+    assert lines[0] == "fake results"
+    header = lines[2].split(" | ")
+    assert "controller CPU per worker, re-run, site.yml" in header
+    assert len(lines[3].split("|")) == len(lines[2].split("|"))
+    assert (
+        "| 4 | 200.0 s (200.0-200.0) | 150.0 s (150.0-150.0) | 21.0 s (20.0-22.0) "
+        "| 15.0 s (14.0-16.0) (0) | 2000 | 2000 | 0.20 s (0.10-0.30) | 1.80 s (1.70-1.90) "
+        "| 118-120 |" in lines
+    )
+    assert "Re-run growth from 1 to 8 workers, site.yml: 1.58x." in lines
+    assert any(line.startswith("site.yml's SSH ControlPersist masters") for line in lines)
+    goals = lines[lines.index("Goals:") + 2 :]
+    assert len(goals) == 6
+    assert (
+        goals[0]
+        == "- No-op re-run at 4 workers, site.yml / shell script: 0.71x (goal ≤ 1.0x): met."
+    )
+    assert goals[4].endswith("at 8 workers: 2.30 s (goal ≤ 1.5 s): missed.")
+    assert goals[5].endswith(": 120 (goal < 60): missed.")
+
+
+def test_markdown_of_results_without_cpu_or_tasks_still_renders():
+    data = results([1, 8])
+    for row_ in data["rows"]:
+        for run in row_["runs"]:
+            for key in ("cpu", "tasks", "mux_cpu"):
+                run.pop(key, None)
+    text = report.markdown(data)
+    assert "| - | - | - |" in text
+    assert "needs a site.yml re-run with controller CPU recorded; goal ≤ 1.5 s" in text
+    assert "ControlPersist" not in text
+
+
+def test_write_markdown_replaces_only_the_section(tmp_path: Path):
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text(
+        f"# Benchmarks\n\nbefore\n\n{report.MARK_START}\nold\n{report.MARK_END}\n\nafter\n",
+        encoding="utf-8",
+    )
+    report.write_markdown(doc, "new table")
+    assert doc.read_text(encoding="utf-8") == (
+        f"# Benchmarks\n\nbefore\n\n{report.MARK_START}\nnew table\n{report.MARK_END}\n\nafter\n"
+    )
