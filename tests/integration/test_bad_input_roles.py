@@ -337,11 +337,11 @@ LIBTPU = [
 # role: (cases, variables every case starts from, the task files that may refuse)
 TABLE = {
     "base": (BASE, {}, ("preflight.yml",)),
-    "python": (PYTHON, PYTHON_GOOD, ("preflight.yml",)),
+    "python": (PYTHON, PYTHON_GOOD, ("preflight.yml", "host.yml")),
     # the login user's passwd entry is the worker's to give: host.yml, before any change
     "framework": (FRAMEWORK, FRAMEWORK_GOOD, ("preflight.yml", "host.yml")),
     "tcmalloc": (TCMALLOC, {}, ("preflight.yml",)),
-    "remote_shell": (REMOTE_SHELL, {}, ("preflight.yml",)),
+    "remote_shell": (REMOTE_SHELL, {}, ("preflight.yml", "host.yml")),
     # a one-worker pod that serves itself; pod.yml only looks (the server and its addresses)
     "nfs": (NFS, {"tpu_nfs_server_host": "{{ inventory_hostname }}"}, ("preflight.yml", "pod.yml")),
     "libtpu": (LIBTPU, {}, ("preflight.yml",)),

@@ -1,8 +1,9 @@
 """The python role's preflight decides the interpreter's source from the host's facts.
 
-Exercised: the role's own preflight (tasks_from preflight.yml, check mode, on the control
-machine) with Ubuntu 20.04/22.04/24.04 and Debian 12 facts injected in place of the gathered
-ones, so the filter is wired to the real fact names and its message reaches the user.
+Exercised: the role's own checks (tasks_from preflight.yml, then host.yml, which decides the
+source; check mode, on the control machine) with Ubuntu 20.04/22.04/24.04 and Debian 12 facts
+injected in place of the gathered ones, so the filter is wired to the real fact names and its
+message reaches the user.
 Not exercised: adding the deadsnakes PPA and installing from the Ubuntu archive or the PPA; no
 Ubuntu mirror is reachable from the test machines (the Debian path runs for real in
 molecule/framework).
@@ -33,12 +34,13 @@ def run_preflight(tmp_path, facts: dict, **variables):
             "gather_facts": False,
             # A play variable named ansible_facts stands in for the gathered facts.
             "vars": {**LOCAL_PYTHON, "ansible_facts": facts},
+            # The checks of the variables, then the host's part: where Python comes from.
             "tasks": [
                 {
-                    "name": "Run the preflight",
+                    "name": f"Run {name}",
                     "ansible.builtin.include_role": {
                         "name": "cloudtpu.pod.python",
-                        "tasks_from": "preflight.yml",
+                        "tasks_from": name,
                     },
                     "vars": {
                         "tpu_login_user": "root",
@@ -46,6 +48,7 @@ def run_preflight(tmp_path, facts: dict, **variables):
                         **variables,
                     },
                 }
+                for name in ("preflight.yml", "host.yml")
             ],
         }
     ]
