@@ -15,13 +15,11 @@ role's checks yet (a path, a command) are never touched.
 
 from __future__ import annotations
 
-import grp
 import hashlib
 import json
 import os
 import pwd
 import stat
-import subprocess
 import tempfile
 
 STATE_DIR = "/var/lib/cloudtpu/state"
@@ -119,13 +117,18 @@ def observe_path(path: str) -> dict:
     return dict(seen, kind="file", sha256=digest.hexdigest())
 
 
-def observe_packages(names: list[str], run=subprocess.run) -> dict:
+# A runner takes argv and the environment to add, and returns (exit code, output as bytes):
+# the module passes AnsibleModule.run_command (tpu_state.runner), the tests a fake or a local one.
+SYSTEM_ENV = {"LC_ALL": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+
+
+def observe_packages(names: list[str], run) -> dict:
     """Each package's dpkg status word and version ('installed 1.2-3' when it is installed),
     'absent' when dpkg knows none. A name may carry ':arch' or '=version' as apt takes it."""
     if not names:
         return {}
     bare = {name: name.split("=", 1)[0].split(":", 1)[0] for name in names}
-    result = run(
+    _rc, out = run(
         [
             "dpkg-query",
             "-W",
@@ -133,18 +136,14 @@ def observe_packages(names: list[str], run=subprocess.run) -> dict:
             "${Package}\\t${db:Status-Status} ${Version}\\n",
             *sorted(set(bare.values())),
         ],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"LC_ALL": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+        SYSTEM_ENV,
     )
-    found = dict(
-        line.split("\t", 1) for line in result.stdout.splitlines() if line.count("\t") == 1
-    )
+    lines = out.decode("utf-8", "replace").splitlines()
+    found = dict(line.split("\t", 1) for line in lines if line.count("\t") == 1)
     return {name: found.get(pkg, "absent").strip() or "absent" for name, pkg in bare.items()}
 
 
-def dpkg_problems(run=subprocess.run, updates_dir: str = "/var/lib/dpkg/updates") -> list[str]:
+def dpkg_problems(run, updates_dir: str = "/var/lib/dpkg/updates") -> list[str]:
     """An interrupted dpkg run: journal files left in dpkg's updates folder, or `dpkg --audit`."""
     problems = []
     try:
@@ -153,33 +152,26 @@ def dpkg_problems(run=subprocess.run, updates_dir: str = "/var/lib/dpkg/updates"
         journal = []
     if journal:
         problems.append("dpkg journal entries " + ", ".join(journal))
-    audit = run(
-        ["dpkg", "--audit"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"LC_ALL": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-    )
-    if audit.stdout.strip():
-        problems.append("dpkg --audit: " + audit.stdout.strip().splitlines()[0])
+    _rc, out = run(["dpkg", "--audit"], SYSTEM_ENV)
+    audit = out.decode("utf-8", "replace").strip()
+    if audit:
+        problems.append("dpkg --audit: " + audit.splitlines()[0])
     return problems
 
 
 UNIT_PROPERTIES = ("LoadState", "UnitFileState", "ActiveState")
 
 
-def observe_units(names: list[str], run=subprocess.run) -> dict:
+def observe_units(names: list[str], run) -> dict:
     """LoadState, UnitFileState and ActiveState of each systemd unit."""
     if not names:
         return {}
-    result = run(
+    _rc, out = run(
         ["systemctl", "show", "--property=" + ",".join(UNIT_PROPERTIES), "--", *names],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"LC_ALL": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+        SYSTEM_ENV,
     )
-    blocks = [block for block in result.stdout.strip().split("\n\n") if block.strip()]
+    text = out.decode("utf-8", "replace")
+    blocks = [block for block in text.strip().split("\n\n") if block.strip()]
     seen = {}
     blocks += [""] * (len(names) - len(blocks))
     for index, name in enumerate(names):
@@ -189,58 +181,52 @@ def observe_units(names: list[str], run=subprocess.run) -> dict:
     return seen
 
 
-def _as_user(user: str):
-    entry = pwd.getpwnam(user)
-    groups = [g.gr_gid for g in grp.getgrall() if user in g.gr_mem]
-
-    def drop() -> None:
-        os.setgroups(sorted({*groups, entry.pw_gid}))
-        os.setgid(entry.pw_gid)
-        os.setuid(entry.pw_uid)
-
-    return drop, {"HOME": entry.pw_dir, "USER": user, "LOGNAME": user}
+def command_argv(argv: list[str], user: str = "") -> list[str]:
+    """The command as run: bounded by `timeout` (which also turns a missing program into exit
+    code 127), as `user` through runuser (its uid, groups and home) when given."""
+    as_user = ["runuser", "-u", user, "--"] if user else []
+    return ["timeout", str(COMMAND_TIMEOUT), *as_user, *argv]
 
 
-def observe_command(argv: list[str], user: str = "", run=subprocess.run) -> dict:
+def observe_command(argv: list[str], user: str, run) -> dict:
     """Exit code and the sha256 of the output of a read-only command, as `user` when given."""
-    env = {"LC_ALL": "C.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
-    drop = None
     if user:
         try:
-            drop, user_env = _as_user(user)
+            pwd.getpwnam(user)
         except KeyError:
             return {"rc": None, "error": f"no user {user!r}"}
-        env.update(user_env)
-    try:
-        result = run(
-            argv,
-            capture_output=True,
-            check=False,
-            env=env,
-            cwd="/",
-            preexec_fn=drop,
-            timeout=COMMAND_TIMEOUT,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return {"rc": None, "error": str(error)}
-    return {"rc": result.returncode, "sha256": hashlib.sha256(result.stdout).hexdigest()}
+    env = {"LC_ALL": "C.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
+    rc, out = run(command_argv(argv, user), env)
+    return {"rc": rc, "sha256": hashlib.sha256(out).hexdigest()}
 
 
-def observe(spec: dict, run=subprocess.run) -> dict:
+def observe(spec: dict, run) -> dict:
     """Everything `spec` names (paths, packages, units, commands), as it is now."""
     return {
         "paths": {path: observe_path(path) for path in spec.get("paths", [])},
-        "packages": observe_packages(spec.get("packages", []), run=run),
-        "units": observe_units(spec.get("units", []), run=run),
+        "packages": observe_packages(spec.get("packages", []), run),
+        "units": observe_units(spec.get("units", []), run),
         "commands": [
             dict(
-                observe_command(c["argv"], c.get("user", ""), run=run),
+                observe_command(c["argv"], c.get("user", ""), run),
                 argv=c["argv"],
                 user=c.get("user", ""),
             )
             for c in spec.get("commands", [])
         ],
     }
+
+
+def runner(module):
+    """AnsibleModule.run_command as a runner: output as bytes, run from /."""
+
+    def run(argv: list[str], env: dict) -> tuple[int, bytes]:
+        rc, out, _err = module.run_command(
+            argv, environ_update=env, cwd="/", encoding=None, expand_user_and_vars=False
+        )
+        return rc, out
+
+    return run
 
 
 def recorded_spec(record: dict, spec: dict) -> dict:

@@ -152,10 +152,11 @@ def _check(module: AnsibleModule) -> dict:
         return {"converged": False, "differences": ["no record of an earlier complete run"]}
     if record.get("digest") != params["digest"]:
         return {"converged": False, "differences": ["the role's inputs or code changed"]}
-    seen = tpu_state.observe(tpu_state.recorded_spec(record, _spec(params)))
+    run = tpu_state.runner(module)
+    seen = tpu_state.observe(tpu_state.recorded_spec(record, _spec(params)), run)
     found = tpu_state.differences(record, seen)
     if params["dpkg_clean"]:
-        found += tpu_state.dpkg_problems()
+        found += tpu_state.dpkg_problems(run)
     notes = record.get("notes", {}) if not found else {}
     return {"converged": not found, "differences": found, "notes": notes}
 
@@ -165,7 +166,7 @@ def _record(module: AnsibleModule) -> dict:
     if module.check_mode:
         # the tasks before only said what they would change; there is nothing to record
         return {"converged": False, "differences": ["not recorded in check mode"]}
-    seen = tpu_state.observe(_spec(params))
+    seen = tpu_state.observe(_spec(params), tpu_state.runner(module))
     problems = tpu_state.unhealthy(seen)
     if problems:
         module.fail_json(

@@ -20,12 +20,18 @@ REPO = Path(__file__).resolve().parents[2]
 def fake_run(stdout: str):
     calls = []
 
-    def run(argv, **kwargs):
+    def run(argv, env):
         calls.append(argv)
-        return subprocess.CompletedProcess(argv, 0, stdout=stdout, stderr="")
+        return 0, stdout.encode()
 
     run.calls = calls
     return run
+
+
+def local_run(argv: list[str], env: dict) -> tuple[int, bytes]:
+    """What the module's runner (AnsibleModule.run_command) does, on this machine."""
+    done = subprocess.run(argv, capture_output=True, env={**os.environ, **env}, check=False)
+    return done.returncode, done.stdout
 
 
 def test_a_path_is_seen_without_following_links(tmp_path: Path) -> None:
@@ -125,15 +131,24 @@ def test_units_in_the_order_asked() -> None:
 
 
 def test_a_command_is_seen_by_exit_code_and_output() -> None:
-    seen = tpu_state.observe_command(["sh", "-c", "echo hi; exit 3"])
+    seen = tpu_state.observe_command(["sh", "-c", "echo hi; exit 3"], "", local_run)
     assert seen["rc"] == 3 and seen["sha256"] == tpu_state.hashlib.sha256(b"hi\n").hexdigest()
-    assert tpu_state.observe_command(["/nonexistent/binary"])["rc"] is None
-    assert tpu_state.observe_command(["true"], user="no-such-user-here")["error"]
+    assert tpu_state.observe_command(["/nonexistent/binary"], "", local_run)["rc"] == 127
+    assert tpu_state.observe_command(["true"], "no-such-user-here", local_run)["error"]
+    assert tpu_state.command_argv(["id"], "tpu") == [
+        "timeout",
+        str(tpu_state.COMMAND_TIMEOUT),
+        "runuser",
+        "-u",
+        "tpu",
+        "--",
+        "id",
+    ]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs a command as another user: needs root")
 def test_a_command_runs_as_the_user_named() -> None:
-    seen = tpu_state.observe_command(["id", "-u"], user="nobody")
+    seen = tpu_state.observe_command(["id", "-u"], "nobody", local_run)
     expected = subprocess.run(["id", "-u", "nobody"], capture_output=True, check=True).stdout
     assert seen["sha256"] == tpu_state.hashlib.sha256(expected).hexdigest()
 

@@ -27,7 +27,7 @@ def worker(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     box: dict[str, Any] = {"record": None, "seen": SEEN}
     monkeypatch.setattr(tpu_state, "read_record", lambda role: box["record"])
     monkeypatch.setattr(tpu_state, "observe", lambda spec, run=None: box["seen"])
-    monkeypatch.setattr(tpu_state, "dpkg_problems", lambda: [])
+    monkeypatch.setattr(tpu_state, "dpkg_problems", lambda run: [])
 
     def write(role: str, record: dict) -> None:
         box["record"] = dict(record, version=tpu_state.RECORD_VERSION)
