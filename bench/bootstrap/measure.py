@@ -145,6 +145,45 @@ def counters(names: list[str]) -> list[tuple[int, int]]:
     return result
 
 
+CGROUP_CPU = (
+    "/sys/fs/cgroup/cpuacct/docker/{}/cpuacct.usage",
+    "/sys/fs/cgroup/system.slice/docker-{}.scope/cpu.stat",
+)
+
+
+def container_cpu(names: list[str]) -> list[float | None]:
+    """CPU seconds each container has used so far (its cgroup, read on this machine: cgroup v1's
+    cpuacct or v2's cpu.stat); None where neither is readable."""
+    ids = subprocess.run(
+        ["docker", "inspect", "--format", "{{.Id}}", *names],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    result: list[float | None] = []
+    for ident in ids:
+        seconds = None
+        for pattern in CGROUP_CPU:
+            try:
+                text = Path(pattern.format(ident)).read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if text.startswith("usage_usec"):
+                seconds = int(text.split()[1]) / 1e6
+            else:
+                seconds = int(text.split()[0]) / 1e9
+            break
+        result.append(seconds)
+    return result
+
+
+def cpu_delta(before: list[float | None], after: list[float | None]) -> list[float] | None:
+    """Per container CPU seconds between two readings (None when one was not readable)."""
+    if None in before or None in after:
+        return None
+    return [round(a - b, 2) for a, b in zip(after, before, strict=True)]  # type: ignore[operator]
+
+
 def apt_debs(names: list[str]) -> list[int]:
     """Bytes of the .deb files apt downloaded into its archive folder, per container."""
     result = []
@@ -159,12 +198,74 @@ def apt_debs(names: list[str]) -> list[int]:
     return result
 
 
-def traffic(before: list[tuple[int, int]], after: list[tuple[int, int]]) -> dict[str, Any]:
+SS_PEER = re.compile(r"^\S+\s+\S+\s+(\S+)\s+(\S+):22\s*$")
+SS_BYTES = re.compile(r"\bbytes_(acked|received):(\d+)")
+
+
+def parse_ss(text: str) -> dict[str, tuple[str, int, int]]:
+    """`ss -tinH` of established SSH connections: {local address: (peer, sent, received)};
+    sent is what the peer acknowledged, both count TCP payload only."""
+    found: dict[str, tuple[str, int, int]] = {}
+    current: tuple[str, str] | None = None
+    for line in text.splitlines():
+        peer = SS_PEER.match(line)
+        if peer:
+            current = (peer.group(1), peer.group(2).strip("[]"))
+            continue
+        counts = dict(SS_BYTES.findall(line))
+        if current and counts:
+            found[current[0]] = (
+                current[1],
+                int(counts.get("acked", 0)),
+                int(counts.get("received", 0)),
+            )
+            current = None
+    return found
+
+
+def ssh_connections() -> dict[str, tuple[str, int, int]]:
+    """The controller's SSH connections now (ControlPersist masters hold one per worker)."""
+    out = subprocess.run(
+        ["ss", "-tinH", "state", "established", "( dport = :22 )"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    return parse_ss(out)
+
+
+def ssh_delta(
+    before: dict[str, tuple[str, int, int]], after: dict[str, tuple[str, int, int]], ips: list[str]
+) -> tuple[list[int], list[int]]:
+    """Bytes the controller sent to and received from each worker between two readings, over
+    connections open at the second one (a connection that closed in between is not counted)."""
+    sent, received = [0] * len(ips), [0] * len(ips)
+    for local, (peer, out, into) in after.items():
+        if peer not in ips:
+            continue
+        _, out0, into0 = before.get(local, (peer, 0, 0))
+        sent[ips.index(peer)] += out - out0
+        received[ips.index(peer)] += into - into0
+    return sent, received
+
+
+def traffic(
+    before: list[tuple[int, int]],
+    after: list[tuple[int, int]],
+    ssh: tuple[list[int], list[int]] | None = None,
+) -> dict[str, Any]:
+    """Per worker what eth0 received (rx) and sent (tx), and what the pod took from the
+    indexes: all it received, less what the coordinator sent its peers (the caches' traffic),
+    less the controller's SSH bytes (Ansible's modules and their replies, when measured)."""
     rx = [a[0] - b[0] for a, b in zip(after, before, strict=True)]
     tx = [a[1] - b[1] for a, b in zip(after, before, strict=True)]
-    # What the coordinator sent is the cache traffic to its peers (plus the small ssh replies).
-    served = tx[0] if len(tx) > 1 else 0
-    return {"rx": rx, "tx": tx, "pod_rx": sum(rx), "from_indexes": sum(rx) - served}
+    ssh_in, ssh_out = ssh if ssh else ([0] * len(rx), [0] * len(rx))
+    # The coordinator's traffic to its peers: all it sent, less its SSH replies to the controller.
+    served = tx[0] - ssh_out[0] if len(tx) > 1 else 0
+    result = {"rx": rx, "tx": tx, "pod_rx": sum(rx), "from_indexes": sum(rx) - served - sum(ssh_in)}
+    if ssh:
+        result["ssh_to_workers"] = ssh_in
+    return result
 
 
 def ssh_all(hosts: list[dict[str, Any]], env: dict[str, str], logdir: Path) -> tuple[float, float]:

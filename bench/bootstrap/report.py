@@ -14,7 +14,7 @@ from typing import Any
 
 MARK_START = "<!-- bench-bootstrap:start -->"
 MARK_END = "<!-- bench-bootstrap:end -->"
-FIELDS = ("cold", "rerun", "bytes", "changed", "cpu", "mux", "tasks")
+FIELDS = ("cold", "rerun", "bytes", "ssh", "changed", "cpu", "mux", "wcpu", "tasks")
 SIDES = (("ansible", "site.yml"), ("baseline", "shell script"))
 
 
@@ -30,6 +30,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, lis
             if run_["label"] == "cold":
                 cell["cold"].append(run_["seconds"])
                 cell["bytes"].append(run_["from_indexes"])
+                if "ssh_to_workers" in run_:
+                    cell["ssh"].append(sum(run_["ssh_to_workers"]) / workers)
                 continue
             cell["rerun"].append(run_["seconds"])
             if "recap" in run_:
@@ -38,6 +40,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, lis
                 cell["cpu"].append(run_["cpu"] / workers)
             if "mux_cpu" in run_:
                 cell["mux"].append(run_["mux_cpu"] / workers)
+            if run_.get("worker_cpu"):
+                cell["wcpu"].append(sum(run_["worker_cpu"]) / workers)
             cell["tasks"].extend(run_.get("tasks", {}).values())
     return table
 
@@ -204,9 +208,49 @@ def markdown(data: dict[str, Any]) -> str:
             f"tree, not in the CPU columns): {mux:.2f} s per worker in a re-run at "
             f"{muxed[-1]} worker(s)."
         )
+    lines += floor_lines(table, counts, data.get("cpus"))
     lines += ["", "Goals:", ""]
     lines += [goal_line(item) for item in goals(table)]
     return "\n".join(lines)
+
+
+def floor_lines(table: dict, counts: list[int], cpus: int | None) -> list[str]:
+    """What the workers' own containers used (their cgroups), the controller's SSH bytes, and
+    the least time a site.yml re-run can take on this machine: the controller's and all workers'
+    CPU seconds spread over its CPUs, against the re-run at the fewest workers."""
+    lines = []
+    ssh = [w for w in counts if table.get(("ansible", w), {}).get("ssh")]
+    if ssh:
+        lines.append(
+            "Controller's SSH bytes per worker in a cold site.yml run (Ansible's modules, taken "
+            "out of the bytes from the indexes): "
+            + ", ".join(f"{megabytes(table[('ansible', w)]['ssh'])} MB at {w}" for w in ssh)
+            + "."
+        )
+    measured = [w for w in counts if table.get(("ansible", w), {}).get("wcpu")]
+    if not measured:
+        return lines
+    lines.append(
+        "The workers' own CPU per worker in a site.yml re-run (their containers' cgroups): "
+        + ", ".join(f"{median(table, 'ansible', w, 'wcpu'):.2f} s at {w}" for w in measured)
+        + "."
+    )
+    first = median(table, "ansible", counts[0], "rerun")
+    if not cpus or not first:
+        return lines
+    floors = []
+    for workers in measured:
+        controller = median(table, "ansible", workers, "cpu") or 0.0
+        own = median(table, "ansible", workers, "wcpu") or 0.0
+        floor = (controller + own) * workers / cpus
+        floors.append(
+            f"{floor:.1f} s at {workers} ({floor / first:.2f}x the re-run at {counts[0]})"
+        )
+    lines.append(
+        f"Least re-run time on this machine's {cpus} CPUs, the controller's and the workers' CPU "
+        "seconds over all its CPUs: " + ", ".join(floors) + "."
+    )
+    return lines
 
 
 def write_markdown(path: Path, text: str) -> None:

@@ -47,8 +47,10 @@ sys.path.insert(0, str(REPO))
 from bench.bootstrap.measure import (
     BENCH,
     apt_debs,
+    container_cpu,
     containers,
     counters,
+    cpu_delta,
     log,
     mux_cpu,
     mux_delta,
@@ -57,6 +59,8 @@ from bench.bootstrap.measure import (
     recap,
     slowest,
     ssh_all,
+    ssh_connections,
+    ssh_delta,
     tasks,
     traffic,
 )
@@ -243,13 +247,20 @@ class Bench:
             runs = []
             for attempt in range(1 + self.opts.reruns):
                 label = "cold" if attempt == 0 else f"rerun{attempt}"
-                before = counters(boxes)
+                before, links, used = counters(boxes), ssh_connections(), container_cpu(boxes)
                 seconds, info = self.once(kind, name, label, hosts)
                 after = counters(boxes)
+                info["worker_cpu"] = cpu_delta(used, container_cpu(boxes))
+                ssh = ssh_delta(links, ssh_connections(), [h["ip"] for h in hosts])
                 if attempt == 0:
                     info["apt_debs"] = apt_debs(boxes)
                 runs.append(
-                    {"label": label, "seconds": round(seconds, 2), **traffic(before, after), **info}
+                    {
+                        "label": label,
+                        "seconds": round(seconds, 2),
+                        **traffic(before, after, ssh),
+                        **info,
+                    }
                 )
                 log(
                     f"  {label}: {seconds:.1f} s, pod received {sum(runs[-1]['rx']) / 1e6:.1f} MB"
@@ -347,6 +358,7 @@ def main() -> int:
         )
         data = {
             "header": header,
+            "cpus": os.cpu_count(),
             "options": {k: str(v) for k, v in vars(opts).items()},
             "rows": rows,
         }

@@ -58,22 +58,24 @@ PERSIST_ARGS = "-o ControlMaster=auto -o ControlPersist=300s"
 OTHER_ARGS = "-o StrictHostKeyChecking=accept-new -o ServerAliveInterval=30"
 
 
-def plan(hosts: list[int], mitogen: bool) -> list[dict[str, Any]]:
-    """The cells, fewest hosts first; at each count the project's settings, then one setting
-    changed at a time (ControlPersist, mitogen, pipelining, forks)."""
+def plan(hosts: list[int], mitogen: bool, project_only: bool = False) -> list[dict[str, Any]]:
+    """The cells, fewest hosts first; at each count the project's settings, then (unless
+    project_only) one setting changed at a time (ControlPersist, mitogen, pipelining, forks)."""
     base = {"forks": 64, "persist": True, "pipelining": True, "strategy": "linear"}
-    variants: list[tuple[str, dict[str, Any]]] = [
-        ("adhoc", {}),
-        ("noop", {}),
-        ("noop", {"persist": False}),
-        ("adhoc", {"persist": False}),
-    ]
-    if mitogen:
+    variants: list[tuple[str, dict[str, Any]]] = [("adhoc", {}), ("noop", {})]
+    if not project_only:
+        variants += [("noop", {"persist": False}), ("adhoc", {"persist": False})]
+    if mitogen and not project_only:
         variants += [
             ("noop", {"strategy": "mitogen_linear"}),
             ("adhoc", {"strategy": "mitogen_linear"}),
         ]
-    variants += [("noop", {"pipelining": False}), ("noop", {"forks": 5}), ("noop", {"forks": 25})]
+    if not project_only:
+        variants += [
+            ("noop", {"pipelining": False}),
+            ("noop", {"forks": 5}),
+            ("noop", {"forks": 25}),
+        ]
     cells = []
     for count in hosts:
         for kind, change in variants:
@@ -262,17 +264,21 @@ def run_cell(
     inventory(ips, cell["hosts"], sockets, inv)
     shutil.rmtree(work / "facts", ignore_errors=True)
     env = environment(cell, work, strategies)
-    if cell["kind"] == "noop":
+    if cell["kind"] in ("noop", "record"):
         argv = ["ansible-playbook", "-i", str(inv), str(REPO / "bench" / "scale" / "noop.yml")]
+        # the roles' code as the records were written: a copy, so edits to the tree do not count
+        argv += ["-e", json.dumps({"bench_roles_dir": str(work / "collection" / "roles")})]
+        argv += ["-e", '{"bench_record": true}'] if cell["kind"] == "record" else []
     else:
         argv = ["ansible", "all", "-i", str(inv), "-m", "ansible.builtin.command", "-a", "uname -r"]
     logfile = work / "logs" / f"{index:02d}-{cell['kind']}-{cell['hosts']}.log"
     row = {**cell, **measure(argv, env, logfile, limit)}
     close_masters(sockets)
     text = logfile.read_text(encoding="utf-8")
-    if cell["kind"] == "noop":
+    if cell["kind"] in ("noop", "record"):
         row["recap"] = recap(text)
-        if row["recap"]["changed"] or row["recap"]["failed"] or row["recap"]["unreachable"]:
+        noop_changed = cell["kind"] == "noop" and row["recap"]["changed"]
+        if noop_changed or row["recap"]["failed"] or row["recap"]["unreachable"]:
             row["rc"] = row["rc"] or 1
     else:
         row["answered"] = text.count("| CHANGED |") + text.count("| SUCCESS |")
@@ -311,14 +317,17 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--budget", type=float, default=15, help="minutes; no cell starts after")
     parser.add_argument("--no-mitogen", action="store_true")
+    parser.add_argument(
+        "--project-only", action="store_true", help="only the project's settings at each count"
+    )
     parser.add_argument("--markdown", help="replace the bench-scale section of this file")
     parser.add_argument("--json", type=Path, default=RESULTS, help="raw rows (and charts)")
     parser.add_argument("--append", action="store_true", help="add to the rows of --json")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # containers go in finally
 
-    strategies = None if args.no_mitogen else mitogen_strategies()
-    cells = plan(sorted(args.hosts), not args.no_mitogen) * args.repeat
+    strategies = None if args.no_mitogen or args.project_only else mitogen_strategies()
+    cells = plan(sorted(args.hosts), not args.no_mitogen, args.project_only) * args.repeat
     work = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=REPO / ".cache"))
     result: dict[str, Any] = {
         "containers": args.containers,
@@ -338,6 +347,8 @@ def main() -> int:
     workers = Workers(args.containers, work)
     try:
         (work / "known_hosts").touch()
+        for folder in ("roles", "plugins"):
+            shutil.copytree(REPO / folder, work / "collection" / folder)
         warm = {
             "kind": "adhoc",
             "hosts": args.containers,
@@ -347,6 +358,10 @@ def main() -> int:
             "strategy": "linear",
         }
         run_cell(warm, work, workers.ips, None, 0)  # accepts the host keys once
+        # one record per role and container, as a converged pod's last full run leaves them
+        record = run_cell({**warm, "kind": "record"}, work, workers.ips, None, 0)
+        if record["rc"]:
+            raise SystemExit(f"writing the records failed: {record.get('tail')}")
         for index, cell in enumerate(cells, 1):
             if time.monotonic() > deadline:
                 result["skipped"] += cells[index - 1 :]

@@ -172,3 +172,66 @@ def test_write_markdown_replaces_only_the_section(tmp_path: Path):
     assert doc.read_text(encoding="utf-8") == (
         f"# Benchmarks\n\nbefore\n\n{report.MARK_START}\nnew table\n{report.MARK_END}\n\nafter\n"
     )
+
+
+SS_OUT = """0      0      172.22.0.1:38150 172.22.0.2:22
+\t bbr wscale:10,10 rto:208 bytes_sent:183488 bytes_acked:183489 bytes_received:4233 segs_out:147
+0      0      172.22.0.1:48136 172.22.0.4:22
+\t bbr wscale:10,10 rto:208 bytes_sent:90 bytes_acked:91 bytes_received:7 segs_out:3
+0      0      172.22.0.1:48200 10.9.9.9:22
+\t bbr bytes_acked:5 bytes_received:5
+"""
+
+
+def test_parse_ss_reads_each_connections_peer_and_payload_counts():
+    from bench.bootstrap.measure import parse_ss
+
+    assert parse_ss(SS_OUT) == {
+        "172.22.0.1:38150": ("172.22.0.2", 183489, 4233),
+        "172.22.0.1:48136": ("172.22.0.4", 91, 7),
+        "172.22.0.1:48200": ("10.9.9.9", 5, 5),
+    }
+
+
+def test_ssh_delta_counts_per_worker_only_the_growth_and_new_connections():
+    from bench.bootstrap.measure import parse_ss, ssh_delta
+
+    before = {"172.22.0.1:38150": ("172.22.0.2", 1000, 200)}
+    sent, received = ssh_delta(before, parse_ss(SS_OUT), ["172.22.0.2", "172.22.0.4"])
+    assert sent == [183489 - 1000, 91]  # another host's connection (10.9.9.9) is not the pod's
+    assert received == [4233 - 200, 7]
+
+
+def test_traffic_takes_the_caches_and_the_controllers_bytes_out_of_what_the_indexes_gave():
+    from bench.bootstrap.measure import traffic
+
+    before = [(0, 0), (0, 0)]
+    # worker 0 got 700 (100 of them from the controller), sent 520 (500 to its peer, 20 of
+    # replies to the controller); worker 1 got 650 (500 from worker 0, 100 from the controller)
+    after = [(700, 520), (650, 30)]
+    out = traffic(before, after, ([100, 100], [20, 30]))
+    assert out["pod_rx"] == 1350
+    assert out["from_indexes"] == 1350 - 500 - 200 == 650
+    assert out["ssh_to_workers"] == [100, 100]
+    assert traffic(before, after)["from_indexes"] == 1350 - 520
+
+
+def test_floor_lines_spread_controller_and_worker_cpu_over_the_machines_cpus():
+    data = results([1, 8])
+    for row_ in data["rows"]:
+        if row_["kind"] != "ansible":
+            continue
+        for run_ in row_["runs"]:
+            if run_["label"] == "cold":
+                run_["ssh_to_workers"] = [12e6] * row_["workers"]
+            else:
+                run_["worker_cpu"] = [0.5] * row_["workers"]
+    table = report.summarize(data["rows"])
+    lines = report.floor_lines(table, [1, 8], cpus=2)
+    assert lines[0].endswith("12 MB at 1, 12 MB at 8.")
+    assert "0.50 s at 1, 0.50 s at 8" in lines[1]
+    # 8 workers: controller 1.2 + 8/8 = 2.2 s and 2.4 s in the two re-runs (median 2.3), the
+    # workers 0.5 s each: (2.3 + 0.5) * 8 / 2 = 11.2 s; the 1-worker re-runs: 11 s and 13 s
+    assert "11.2 s at 8 (0.93x the re-run at 1)" in lines[2]
+    assert report.floor_lines(table, [1, 8], cpus=None) == lines[:2]
+    assert "Least re-run time" in report.markdown({**data, "cpus": 2})

@@ -143,3 +143,13 @@ def test_plan_changes_one_setting_at_a_time_and_skips_forks_at_or_above_the_host
         assert len(changed) <= 1
     assert {c["forks"] for c in cells if c["hosts"] == 64} == {64, 5, 25}
     assert not [c for c in plan([8], mitogen=False) if c["strategy"] != "linear"]
+
+
+def test_plan_project_only_keeps_the_projects_settings_at_every_count():
+    from bench.scale.run import plan
+
+    cells = plan([8, 64, 256], mitogen=True, project_only=True)
+    assert [(c["kind"], c["hosts"]) for c in cells] == [
+        (kind, hosts) for hosts in (8, 64, 256) for kind in ("adhoc", "noop")
+    ]
+    assert all({k: c[k] for k in BASE} == BASE for c in cells)
