@@ -20,6 +20,10 @@ description:
     V(maintenance) (READY under a maintenance event, waited for, then bootstrapped) or
     V(rebootstrap) (READY with rebooted workers, bootstrapped), or a C(problem) saying why the
     node does not need recovering.
+  - C(pull) is true when the node's startup-script is the collection's pull bootstrap
+    (C(playbooks/provision.yml) with C(tpu_provision_bootstrap=pull)): its workers bootstrap
+    themselves at every boot, and recover.yml waits for their result instead of bootstrapping
+    them from the controller.
 positional: states, health, force, rebooted
 options:
   _input:
@@ -57,8 +61,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: One dict per node with C(name), C(action), C(queued_resource), C(problem) and
-    C(node) (the summary given).
+  description: One dict per node with C(name), C(action), C(queued_resource), C(problem),
+    C(pull) and C(node) (the summary given).
   type: list
   elements: dict
 """

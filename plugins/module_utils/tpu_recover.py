@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """What recover.yml does with each node it is given: recreate a lost plain node from its spec,
 create a lost node's queued resource again, wait out a maintenance event, bootstrap the workers
-of a node back from maintenance, or refuse (with the reason)."""
+of a node back from maintenance, or refuse (with the reason); and whether the node's workers
+bootstrap themselves at boot (pull mode), so recover.yml waits for them instead of pushing."""
 
 from __future__ import annotations
 
@@ -10,6 +11,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 ACTIONS = ("recreate", "requeue", "maintenance", "rebootstrap")
+# The second line of playbooks/templates/pull_startup.sh.j2, the startup-script that
+# provision.yml gives a node with tpu_provision_bootstrap=pull.
+PULL_MARK = "# cloudtpu.pod pull bootstrap,"
+
+
+def bootstraps_itself(node: Mapping[str, Any]) -> bool:
+    """Whether the node's startup-script is the collection's pull bootstrap: its workers run
+    ansible-pull of site.yml at every boot, so a second bootstrap from the controller would run
+    the same roles on them at the same time."""
+    spec = node.get("spec") if isinstance(node.get("spec"), Mapping) else {}
+    metadata = spec.get("metadata") if isinstance(spec.get("metadata"), Mapping) else {}
+    script = metadata.get("startup-script")
+    if not isinstance(script, str):
+        return False
+    return any(line.startswith(PULL_MARK) for line in script.splitlines()[:3])
 
 
 def _refusal(node: Mapping[str, Any], states: Sequence[str], health: Sequence[str]) -> str:
@@ -50,6 +66,7 @@ def recover_plan(
             "action": "",
             "queued_resource": node.get("queued_resource") or "",
             "problem": "",
+            "pull": bootstraps_itself(node),
             "node": dict(node),
         }
         lost = force or word in states or (word == "READY" and condition in health)

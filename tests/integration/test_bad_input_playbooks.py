@@ -107,6 +107,7 @@ CASES = [
     *typed("recover.yml", "tpu_recover_timeout", BAD_NUMBERS),
     *typed("recover.yml", "tpu_recover_poll_interval", BAD_INTERVALS),
     *typed("recover.yml", "tpu_recover_ssh_timeout", BAD_NUMBERS),
+    *typed("recover.yml", "tpu_recover_pull_timeout", BAD_NUMBERS),
     *typed("recover.yml", "tpu_recover_force", ["maybe"]),
     Case("recover.yml", "tpu_recover_nodes", "Pod A", "Pod A"),
     Case("firewall.yml", "tpu_firewall_source_ranges", ["0.0.0.0/0"], "0.0.0.0/0"),

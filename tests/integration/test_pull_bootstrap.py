@@ -7,7 +7,9 @@ The repository's own HEAD is served to the worker by `git daemon` on this machin
 (git://host.docker.internal:PORT/), and the emulator listens on every address so the worker's
 inventory reaches its API. One worker (v4-8) and the python and libtpu roles only, to keep it
 short. Checked from the controller over SSH: the pull's exit code file says 0, the login user's
-venv runs, tpu-unlock is installed, and provision's own output ran no site.yml task.
+venv runs, tpu-unlock is installed, and provision's own output ran no site.yml task. Then
+recover.yml recreates the node: it waits for the new worker's own pull (the startup-script comes
+back with the spec) and runs no role from the controller.
 
 Skipped, with the reason printed, when no Docker daemon answers or git is missing.
 """
@@ -178,6 +180,29 @@ def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_
         assert lines[2] == "/usr/local/bin/tpu-unlock", lines
         assert lines[3] == "600 root", lines
         assert int(lines[4]) >= 1, lines  # the worker's own PLAY RECAP
+
+        # recover.yml recreates the node with its spec, startup-script included: the new worker
+        # bootstraps itself again at boot, and recovery waits for that result instead of
+        # running site.yml from here at the same time (the same roles twice at once).
+        recover_vars = {
+            "tpu_recover_nodes": NODE,
+            "tpu_recover_force": True,
+            "tpu_recover_project": PROJECT,
+            "tpu_recover_zone": ZONE,
+            "tpu_recover_known_hosts": str(known_hosts),
+            "tpu_recover_poll_interval": 0.5,
+            "tpu_recover_pull_timeout": 900,
+        }
+        recover = playbook("recover.yml", env, *extra_vars(recover_vars), timeout=1500)
+        print(f"[{recover.seconds:6.1f} s] recover the pull node: rc={recover.returncode}")
+        assert recover.returncode == 0, recover.tail(80)
+        assert f"{WORKER} bootstrapped itself: ansible-pull exit code 0" in recover.stdout
+        assert "by themselves: pull mode" in recover.stdout, recover.tail(20)
+        assert "cloudtpu.pod.python" not in recover.stdout  # no role ran from the controller
+        again = run([*ansible, "-m", "ansible.builtin.shell", "-a", checks], env, 120)
+        assert again.returncode == 0, again.tail()
+        renewed = again.stdout.split(">>", 1)[1].split("\n")[1:]
+        assert renewed[0] == "0" and renewed[2] == "/usr/local/bin/tpu-unlock", renewed
     finally:
         down = playbook("teardown.yml", env, *extra_vars({**common, "tpu_teardown_confirm": True}))
         print(f"[{down.seconds:6.1f} s] teardown: rc={down.returncode}")

@@ -124,3 +124,23 @@ def test_progress_records_states_once_and_attempts_in_order() -> None:
         (1, "created", "FAILED"),
         (2, "requeued", "ACTIVE"),
     ]
+
+
+def test_recover_plan_knows_a_node_that_bootstraps_itself_from_provisions_own_template() -> None:
+    from pathlib import Path
+
+    template = Path(__file__).resolve().parents[2] / "playbooks/templates/pull_startup.sh.j2"
+    script = template.read_text(encoding="utf-8")  # the Jinja is not rendered: only the head counts
+    pulled = {**node("pulled", "PREEMPTED"), "spec": {"metadata": {"startup-script": script}}}
+    other = {
+        **node("own", "PREEMPTED"),
+        "spec": {"metadata": {"startup-script": "#!/bin/bash\necho cloudtpu.pod pull bootstrap"}},
+    }
+    odd = {**node("odd", "PREEMPTED"), "spec": {"metadata": {"startup-script": ["x"]}}}
+    plan = recover.recover_plan([pulled, other, odd, node("plain", "PREEMPTED")], STATES, HEALTH)
+    assert [(p["name"], p["pull"]) for p in plan] == [
+        ("pulled", True),
+        ("own", False),  # a user's own startup-script that merely names the words
+        ("odd", False),
+        ("plain", False),
+    ]
