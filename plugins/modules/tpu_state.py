@@ -96,6 +96,15 @@ options:
         the record must also name what proves them (a path or a command).
     type: dict
     default: {}
+  problems:
+    description:
+      - The role's input problems, one message per item (empty items are ignored), from its
+        checks on the control machine. When any is left, the task fails with them, on the
+        control machine, and nothing runs on the worker (the collection's action plugin of the
+        same name). So a role checks its variables and looks at its state in one task.
+    type: list
+    elements: str
+    default: []
   enabled:
     description:
       - With V(false) a check answers RV(converged=false) without looking, so the role runs
@@ -199,11 +208,16 @@ def main() -> None:
             "dpkg_clean": {"type": "bool", "default": False},
             "notes": {"type": "dict", "default": {}},
             "enabled": {"type": "bool", "default": True},
+            "problems": {"type": "list", "elements": "str", "default": []},
         },
         required_if=[("state", "check", ["digest"]), ("state", "record", ["digest"])],
         supports_check_mode=True,
     )
     params = module.params
+    # Found on the control machine by the action plugin; here only when it was bypassed.
+    problems = [item.strip() for item in params["problems"] if item and item.strip()]
+    if problems:
+        module.fail_json(msg=" ".join(problems), problems=problems, converged=False)
     bad = [path for path in params["paths"] if not path.startswith("/") or ".." in path.split("/")]
     if bad:
         module.fail_json(msg=f"paths must be absolute, without '..': {bad}")
