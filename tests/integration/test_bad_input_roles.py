@@ -101,6 +101,15 @@ PYTHON = [
         "",
         hides="s3cret-token",
     ),
+    # the uv wheel's folder is deleted recursively on every host: only inside /var/cache/cloudtpu
+    v("cache-dir-relative", "tpu_python_pod_cache_dir", "uv"),
+    v("cache-dir-home", "tpu_python_pod_cache_dir", "/home/tpu"),
+    v("cache-dir-itself", "tpu_python_pod_cache_dir", "/var/cache/cloudtpu"),
+    v("cache-dir-dotdot", "tpu_python_pod_cache_dir", "/var/cache/cloudtpu/../../etc"),
+    v("cache-maybe", "tpu_python_pod_cache", "maybe"),
+    v("port-low", "tpu_python_pod_cache_port", 80),
+    v("port-high", "tpu_python_pod_cache_port", 70000),
+    v("port-word", "tpu_python_pod_cache_port", "abc"),
 ]
 
 FRAMEWORK_GOOD = {

@@ -94,6 +94,10 @@ def _load_list(path: Path) -> list:
 
 # Options of the shared apt step, which other roles pass to it in the `vars:` of its import.
 APT_OPTIONS = set(_load(ROLES / "apt" / "defaults" / "main.yml"))
+# Inputs of the shared one-download-per-pod step (roles/python/tasks/pod_wheels.yml), which
+# other roles pass to it in the `vars:` of its include: the names its header lists.
+POD_WHEELS = ROLES / "python" / "tasks" / "pod_wheels.yml"
+POD_WHEELS_INPUTS = set(re.findall(r"^#\s+(tpu_python__wheels_\w+)", POD_WHEELS.read_text(), re.M))
 
 
 @pytest.mark.parametrize("role", ROLE_DIRS, ids=lambda p: p.name)
@@ -104,7 +108,7 @@ def test_every_name_a_role_sets_carries_its_prefix(role: Path) -> None:
     bad = sorted(
         f"{where}: {name}"
         for where, name in _names_set_by_tasks(role)
-        if not name.startswith(prefix) and name not in APT_OPTIONS
+        if not name.startswith(prefix) and name not in APT_OPTIONS | POD_WHEELS_INPUTS
     )
     assert not bad, f"{role.name}: names without the {prefix} prefix: {bad}"
 
@@ -141,3 +145,26 @@ def test_inline_noqa_comments_stay_rare() -> None:
     assert len(found) < 10, "\n".join(found)
     assert not unexplained, f"a noqa without its reason: {unexplained}"
     assert not [f for f in found if "var-naming[no-role-prefix]" in f], found
+
+
+def test_the_pod_wheels_inputs_are_listed() -> None:
+    """The header of roles/python/tasks/pod_wheels.yml lists its inputs, and the framework passes
+    exactly those: one home for the pod's wheel cache, the same interface for both callers."""
+    install = _load_list(ROLES / "framework" / "tasks" / "install.yml")
+    includes = [
+        task
+        for block in install
+        for task in (block.get("block") or [])
+        if (task.get("ansible.builtin.include_role") or {}).get("tasks_from") == "pod_wheels.yml"
+    ]
+    assert len(includes) == 1, includes
+    uv = _load_list(ROLES / "python" / "tasks" / "uv.yml")
+    own = [
+        task
+        for block in uv
+        for task in (block.get("block") or [])
+        if task.get("ansible.builtin.include_tasks") == "pod_wheels.yml"
+    ]
+    assert len(own) == 1, own
+    assert set(includes[0]["vars"]) == POD_WHEELS_INPUTS
+    assert set(own[0]["vars"]) == POD_WHEELS_INPUTS

@@ -1,4 +1,4 @@
-"""The pod's wheel cache (roles/framework/files/wheel_cache.py): manifest and server.
+"""The pod's wheel cache (roles/python/files/wheel_cache.py): manifest and server.
 
 Exercised: the hashed requirements file made from a folder of wheels and sdists (and the
 folders it refuses), pip installing from that file with --require-hashes and refusing a file
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "roles" / "framework" / "files" / "wheel_cache.py"
+SCRIPT = REPO / "roles" / "python" / "files" / "wheel_cache.py"
 _spec = importlib.util.spec_from_file_location("wheel_cache", SCRIPT)
 assert _spec and _spec.loader
 cache = importlib.util.module_from_spec(_spec)

@@ -1,4 +1,4 @@
-"""The pod's wheel cache (cloudtpu.pod.framework, tpu_framework_pod_cache).
+"""The pod's wheel cache (cloudtpu.pod.python tasks/pod_wheels.yml: uv, and the framework's wheels).
 
 Two commands, both with the standard library only:
 
