@@ -21,7 +21,7 @@ description:
     V(rebootstrap) (READY with rebooted workers, bootstrapped), or a C(problem) saying why the
     node does not need recovering.
   - C(pull) is true when the node's startup-script is the collection's pull bootstrap
-    (C(playbooks/provision.yml) with C(tpu_provision_bootstrap=pull)): its workers bootstrap
+    (C(playbooks/provision.yml) with C(tpu_provision_bootstrap=pull)); its workers bootstrap
     themselves at every boot, and recover.yml waits for their result instead of bootstrapping
     them from the controller.
 positional: states, health, force, rebooted
