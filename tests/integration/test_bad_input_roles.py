@@ -343,8 +343,21 @@ LIBTPU = [
     v("grace-bool", "tpu_libtpu_kill_grace", True, "true"),
 ]
 
+# The shared apt step used on its own (a play of another repository): its numbers are bounded
+# as the roles that import it bound theirs.
+APT = [
+    v("apt-lock-huge", "tpu_apt_lock_timeout", 99999),
+    v("apt-lock-negative", "tpu_apt_lock_timeout", -1),
+    v("apt-cache-huge", "tpu_apt_cache_valid_time", 99999999999),
+    v("apt-retries-big", "tpu_apt_retries", 500),
+    v("apt-port-low", "tpu_apt_pod_cache_port", 80),
+    v("apt-port-huge", "tpu_apt_pod_cache_port", 70000),
+    v("apt-port-word", "tpu_apt_pod_cache_port", "http"),
+]
+
 # role: (cases, variables every case starts from, the task files that may refuse)
 TABLE = {
+    "apt": (APT, {}, ("main.yml",)),
     "base": (BASE, {}, ("preflight.yml",)),
     "python": (PYTHON, PYTHON_GOOD, ("preflight.yml", "host.yml")),
     # the login user's passwd entry is the worker's to give: host.yml, before any change
