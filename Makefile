@@ -136,7 +136,8 @@ bench-pull: setup image ## Push against pull: site.yml from here against each wo
 	python bench/pull/run.py --workers $(BENCH_PULL_WORKERS) --markdown BENCHMARKS.md
 
 bench-scale: setup image ## Controller scale: 8, 64 and 256 hosts on 3 worker containers (forks, ControlPersist, pipelining, mitogen); updates BENCHMARKS.md
-	python bench/scale/run.py --markdown BENCHMARKS.md
+	python bench/scale/run.py --hosts 8 --budget 30
+	python bench/scale/run.py --hosts 64 256 --project-only --append --budget 60 --markdown BENCHMARKS.md
 
 bench-rulebook: setup ## An ansible-rulebook watcher of node states against babysit.yml's check (Java 17 needed); updates BENCHMARKS.md
 	python bench/rulebook/run.py --markdown BENCHMARKS.md
