@@ -45,10 +45,10 @@ def test_a_converged_worker_takes_the_fast_path(host) -> None:
     result = converge("base")
     assert changed_count(result) == 0, changed_tasks(result)
     assert _took_fast_path(result)
-    # facts, base's argument check, its variable check, the state check, the skipped include,
-    # and the argument checks Ansible adds to the other two roles (tagged always)
+    # facts, base's argument check, its variable check and state check in one task, the skipped
+    # include, and the argument checks Ansible adds to the other two roles (tagged always)
     counts = recap(result)
-    assert counts["ok"] + counts["skipped"] <= 7, counts
+    assert counts["ok"] + counts["skipped"] <= 6, counts
 
 
 def test_check_mode_reports_drift_and_changes_nothing(host) -> None:
