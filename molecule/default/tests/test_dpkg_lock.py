@@ -38,9 +38,10 @@ def dpkg_lock_holder(host):
 
 
 def test_guard_waits_for_the_lock_holder(dpkg_lock_holder) -> None:
-    # The holder keeps the lock for 30 s from its start; the converge reaches the guard well
-    # within that even on a loaded machine, so the guard must report a wait of at least 1 s.
-    pid = dpkg_lock_holder(30)
+    # The holder keeps the lock for 60 s from its start; the converge reaches the guard well
+    # within that (on a machine at a load average of 60, 30 s were not always enough), so the
+    # guard must report a wait of at least 1 s.
+    pid = dpkg_lock_holder(60)
     result = converge("base", tpu_base_apt_lock_timeout="120")
     waited = re.search(r"package locks free after (\d+)s", result.stdout)
     assert waited, f"no wait reported while pid {pid} held the lock:\n{result.stdout[-3000:]}"
