@@ -302,6 +302,8 @@ def test_a_slice_without_the_coordinator_cannot_run_nfs(
     assert result.stats["failures"] == {WORKERS[1]: 1}, result.stats
     assert not result.stats["changed"], result.stats
     failed = [e["event_data"] for e in result.events if e.get("event") == "runner_on_failed"]
-    assert [f["task"] for f in failed] == ["Check the variables and the pod"], failed
+    assert [f["task"] for f in failed] == [
+        "Check the variables and the pod and look at the role's whole state in one call"
+    ], failed
     message = failed[0]["res"]["msg"]
     assert f"{WORKERS[1]} has no NFS server" in message, message
