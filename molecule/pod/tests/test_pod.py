@@ -173,6 +173,33 @@ def test_share_round_trip_between_workers_over_nfs(host):
     assert got.stdout.strip() == "from-w0", got.stdout
 
 
+def _apt_transactions(host) -> list[dict[str, str]]:
+    """The apt transactions of the worker's /var/log/apt/history.log, as 'Key: value' fields."""
+    text = host.file("/var/log/apt/history.log").content_string
+    blocks = [block for block in text.split("\n\n") if "Start-Date:" in block]
+    return [
+        dict(line.split(": ", 1) for line in block.strip().splitlines() if ": " in line)
+        for block in blocks
+    ]
+
+
+def test_one_apt_transaction_for_the_packages_of_base_python_and_remote_shell(host):
+    """site.yml's first apt step installs the packages that the python and remote_shell roles
+    will ask for together with base's (tpu_apt_packages_ahead from cloudtpu.pod.apt_plan), so
+    a fresh worker gets them in one apt transaction, without the recommended packages. The
+    image already has python3.11 itself; its -venv and -dev packages are new. The prepare step's
+    own apt run is an earlier transaction."""
+    installed = [t.get("Install", "") for t in _apt_transactions(host)]
+    wanted = ["htop", "git", "python3.11-venv", "python3.11-dev", "locales", "mosh", "byobu"]
+    together = [line for line in installed if all(f"{name}:" in line for name in wanted)]
+    assert len(together) == 1, f"no single transaction installed {wanted}: {installed}"
+    later = installed[installed.index(together[0]) + 1 :]
+    again = [name for name in wanted for line in later if f"{name}:" in line]
+    assert not again, f"installed again after the first transaction: {again}"
+    # python3.11's recommends would bring libc-devtools (with libgd3 and X11 libraries)
+    assert not any("libc-devtools:" in line for line in installed), installed
+
+
 def _auth(host) -> str:
     user = host.user(USER)
     return f"version=4&uid={user.uid}&gid={user.gid}"
