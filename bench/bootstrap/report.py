@@ -14,14 +14,15 @@ from typing import Any
 
 MARK_START = "<!-- bench-bootstrap:start -->"
 MARK_END = "<!-- bench-bootstrap:end -->"
-FIELDS = ("cold", "rerun", "bytes", "ssh", "changed", "cpu", "mux", "wcpu", "tasks")
+FIELDS = ("cold", "rerun", "bytes", "ssh", "changed", "cpu", "mux", "wcpu", "tasks", "cold_cpu")
 SIDES = (("ansible", "site.yml"), ("baseline", "shell script"))
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, list[float]]]:
     """Per (side, workers): cold and re-run seconds, bytes from the indexes (cold), changed
     counts, controller CPU and ControlPersist masters' CPU per worker of the re-runs, and the
-    tasks (ok + skipped) of each worker in each re-run."""
+    tasks (ok + skipped) of each worker in each re-run; and the CPU seconds of each cold run, the
+    controller's and all workers' together (cold runs recorded without both have none)."""
     table: dict[tuple[str, int], dict[str, list[float]]] = {}
     for row in rows:
         workers = row["workers"]
@@ -32,6 +33,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, lis
                 cell["bytes"].append(run_["from_indexes"])
                 if "ssh_to_workers" in run_:
                     cell["ssh"].append(sum(run_["ssh_to_workers"]) / workers)
+                if "cpu" in run_ and run_.get("worker_cpu"):
+                    cell["cold_cpu"].append(run_["cpu"] + sum(run_["worker_cpu"]))
                 continue
             cell["rerun"].append(run_["seconds"])
             if "recap" in run_:
@@ -209,6 +212,7 @@ def markdown(data: dict[str, Any]) -> str:
             f"{muxed[-1]} worker(s)."
         )
     lines += floor_lines(table, counts, data.get("cpus"))
+    lines += cold_cpu_lines(table, counts, data.get("cpus"))
     lines += ["", "Goals:", ""]
     lines += [goal_line(item) for item in goals(table)]
     return "\n".join(lines)
@@ -251,6 +255,29 @@ def floor_lines(table: dict, counts: list[int], cpus: int | None) -> list[str]:
         "seconds over all its CPUs: " + ", ".join(floors) + "."
     )
     return lines
+
+
+def cold_cpu_lines(table: dict, counts: list[int], cpus: int | None) -> list[str]:
+    """The CPU seconds of the cold runs of both sides (the controller's and all workers', from
+    their cgroups), and what they allow: where the workers share the controller's CPUs, a cold
+    run takes at least those seconds over all CPUs, so the cold ratio cannot fall much below
+    the ratio of the CPU seconds unless site.yml spends less CPU than the script."""
+    parts = []
+    for workers in counts:
+        ours = median(table, "ansible", workers, "cold_cpu")
+        theirs = median(table, "baseline", workers, "cold_cpu")
+        if ours is None or theirs is None:
+            continue
+        text = f"{ours:.0f} against {theirs:.0f} at {workers} ({ours / theirs:.2f}x"
+        if cpus:
+            text += f"; at least {ours / cpus:.0f} s against {theirs / cpus:.0f} s on {cpus} CPUs"
+        parts.append(text + ")")
+    if not parts:
+        return []
+    return [
+        "CPU seconds of a cold run, the controller's and all workers' together, site.yml "
+        "against the shell script: " + ", ".join(parts) + "."
+    ]
 
 
 def write_markdown(path: Path, text: str) -> None:

@@ -235,3 +235,25 @@ def test_floor_lines_spread_controller_and_worker_cpu_over_the_machines_cpus():
     assert "11.2 s at 8 (0.93x the re-run at 1)" in lines[2]
     assert report.floor_lines(table, [1, 8], cpus=None) == lines[:2]
     assert "Least re-run time" in report.markdown({**data, "cpus": 2})
+
+
+def test_cold_cpu_lines_add_the_controller_and_the_workers_of_both_sides():
+    data = results([1, 4])
+    for row_ in data["rows"]:
+        cold = row_["runs"][0]
+        # cold["cpu"] is 99.0 (runs() above): the controller's CPU of the whole cold run
+        cold["worker_cpu"] = [60.0 if row_["kind"] == "ansible" else 70.0] * row_["workers"]
+        if row_["kind"] == "baseline":
+            cold["cpu"] = 1.0
+    table = report.summarize(data["rows"])
+    lines = report.cold_cpu_lines(table, [1, 4], cpus=2)
+    # 4 workers: site.yml 99 + 4 * 60 = 339, the script 1 + 4 * 70 = 281: 1.21x, 170 s and 140 s
+    assert "339 against 281 at 4 (1.21x; at least 170 s against 140 s on 2 CPUs)" in lines[0]
+    assert "159 against 71 at 1 (2.24x" in lines[0]
+    assert "CPU seconds of a cold run" in report.markdown({**data, "cpus": 2})
+
+
+def test_cold_runs_without_worker_cpu_give_no_cold_cpu_line():
+    table = report.summarize(results([4])["rows"])
+    assert table[("ansible", 4)]["cold_cpu"] == []
+    assert report.cold_cpu_lines(table, [4], cpus=2) == []
