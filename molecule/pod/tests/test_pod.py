@@ -187,10 +187,14 @@ def test_one_apt_transaction_for_the_packages_of_base_python_and_remote_shell(ho
     """site.yml's first apt step installs the packages that the python and remote_shell roles
     will ask for together with base's (tpu_apt_packages_ahead from cloudtpu.pod.apt_plan), so
     a fresh worker gets them in one apt transaction, without the recommended packages. The
-    image already has python3.11 itself; its -venv and -dev packages are new. The prepare step's
+    image already has python3.11, git and curl; the other packages are new. The prepare step's
     own apt run is an earlier transaction."""
     installed = [t.get("Install", "") for t in _apt_transactions(host)]
-    wanted = ["htop", "git", "python3.11-venv", "python3.11-dev", "locales", "mosh", "byobu"]
+    wanted = [
+        *("htop", "rsync", "lsof"),  # base
+        *("python3.11-venv", "python3.11-dev"),  # python
+        *("locales", "mosh", "byobu"),  # remote_shell
+    ]
     together = [line for line in installed if all(f"{name}:" in line for name in wanted)]
     assert len(together) == 1, f"no single transaction installed {wanted}: {installed}"
     later = installed[installed.index(together[0]) + 1 :]
