@@ -19,6 +19,9 @@ description:
     of the collection sends every role through its tasks once.
   - M(cloudtpu.pod.tpu_state) records it after the role's tasks succeeded; a run whose digest
     differs from the record runs the tasks again.
+  - The collection's roles take it from the C(cloudtpu.pod.role_digest) lookup, which reads every
+    option of the calling role's argument spec and runs the same code. This filter is for a role
+    or play that names its variables itself.
 positional: _input, role_path
 options:
   _input:
@@ -39,9 +42,11 @@ options:
 """
 
 EXAMPLES = r"""
-tpu_base__digest: >-
-  {{ dict(tpu_base__option_names | zip(query('ansible.builtin.vars', *tpu_base__option_names,
-     default=None))) | cloudtpu.pod.state_digest(role_path, facts=ansible_facts) }}
+# In a role's vars/main.yml: the digest of two of its variables, the facts and the login user.
+my_role__digest: >-
+  {{ {'my_role_packages': my_role_packages, 'my_role_port': my_role_port}
+     | cloudtpu.pod.state_digest(role_path, facts=ansible_facts,
+                                 extra=lookup('cloudtpu.pod.login')) }}
 """
 
 RETURN = r"""

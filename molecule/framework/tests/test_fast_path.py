@@ -2,8 +2,8 @@
 worker that converge and molecule's idempotence step left.
 
 Runs first (file order) and leaves the worker converged again:
-1. a converged worker: each role costs its argument spec, its variable checks, the state check
-   and the skipped include of its tasks (4 tasks), and nothing changes;
+1. a converged worker: each role costs its argument spec, one task that checks its variables
+   and looks at its state, and the skipped include of its tasks (3 tasks), and nothing changes;
 2. drift behind the records' back: framework.env edited, a package uninstalled from the venv
    as the login user, TCMalloc preloaded again in /etc/environment. `--check --diff` sends both
    roles through their tasks, shows each change and changes nothing;
@@ -78,7 +78,7 @@ def assert_fast(result: subprocess.CompletedProcess[str]) -> None:
     assert changed(result) == 0, result.stdout[-4000:]
     for role in INCLUDES:
         seen = tasks(result, role)
-        assert fast(result, role) and len(seen) <= 4, (role, seen)
+        assert fast(result, role) and len(seen) == 3, (role, seen)
 
 
 def as_user(host, command: str):
