@@ -26,6 +26,8 @@ options:
     description:
       - Keys to return, any of C(user), C(home), C(venv), C(runs_dir), C(source). Without keys
         the whole mapping is returned.
+      - C(connection_user) is the user Ansible connects as (the same order without
+        C(tpu_login_user)); it is returned only when asked for by name, never in the mapping.
     required: false
     type: list
     elements: str
@@ -56,8 +58,10 @@ from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_login import (
+    CONNECTION_KEY,
     KEYS,
     LoginError,
+    connection_user,
     resolve,
 )
 
@@ -78,15 +82,21 @@ class LookupModule(LookupBase):
         for key in _INPUTS:
             if key in variables:
                 values[key] = self._templar.template(variables[key])
+        unknown = [t for t in terms if t not in (*KEYS, CONNECTION_KEY)]
+        if unknown:
+            raise AnsibleError(
+                f"cloudtpu.pod.login: unknown key(s) {unknown}; "
+                f"use any of {[*KEYS, CONNECTION_KEY]}"
+            )
         try:
             login = resolve(values, C.DEFAULT_REMOTE_USER, getpass.getuser)
+            if CONNECTION_KEY in terms:
+                login = {
+                    **login,
+                    CONNECTION_KEY: connection_user(values, C.DEFAULT_REMOTE_USER, getpass.getuser),
+                }
         except LoginError as exc:
             raise AnsibleError(f"cloudtpu.pod.login: {exc}") from None
         if not terms:
             return [login]
-        unknown = [t for t in terms if t not in KEYS]
-        if unknown:
-            raise AnsibleError(
-                f"cloudtpu.pod.login: unknown key(s) {unknown}; use any of {list(KEYS)}"
-            )
         return [login[t] for t in terms]

@@ -25,6 +25,9 @@ VERSION_RE = re.compile(r"^3\.[0-9]{1,2}$")
 DEFAULT_PYTHON_VERSION = "3.10"
 RUNS_FOLDER = "cloudtpu-runs"
 KEYS = ("user", "home", "venv", "runs_dir", "source")
+# Asked for by name only (not part of the mapping, which role digests include): the user Ansible
+# connects as, which is the login user unless tpu_login_user names another one.
+CONNECTION_KEY = "connection_user"
 # A venv is created, chowned to the user and put on PATH: only in the login home or in /opt.
 VENV_FOLDERS = ("/opt",)
 
@@ -71,6 +74,43 @@ def check_absolute(name: str, value: Any) -> str:
     return normal
 
 
+def _user(
+    variables: Mapping[str, Any],
+    sources: tuple[tuple[str, str], ...],
+    configured_remote_user: str | None,
+    controller_user: Callable[[], str] | None,
+) -> tuple[str, str]:
+    """The first user of ``sources``, else the configured remote user, else the controller's."""
+    for key, label in sources:
+        value = variables.get(key)
+        if not _blank(value):
+            return check_user(label, value), label
+    if not _blank(configured_remote_user):
+        user = check_user(
+            "remote_user (ANSIBLE_REMOTE_USER or ansible.cfg)", configured_remote_user
+        )
+        return user, "remote_user"
+    if controller_user is not None:
+        return check_user("the controller's user", controller_user()), "controller user"
+    raise LoginError(
+        "no login user: set tpu_login_user, ansible_user or ANSIBLE_REMOTE_USER to the user "
+        "who logs in to the workers"
+    )
+
+
+def connection_user(
+    variables: Mapping[str, Any],
+    configured_remote_user: str | None = None,
+    controller_user: Callable[[], str] | None = None,
+) -> str:
+    """The user Ansible connects as: the login user's order without ``tpu_login_user``.
+
+    When it differs from the login user, the playbooks that act for the login user (run, logs,
+    sync) become that user; when it is the same, they need no privilege at all.
+    """
+    return _user(variables, USER_SOURCES[1:], configured_remote_user, controller_user)[0]
+
+
 def resolve(
     variables: Mapping[str, Any],
     configured_remote_user: str | None = None,
@@ -81,26 +121,7 @@ def resolve(
     Returns ``{"user", "home", "venv", "runs_dir", "source"}``; ``source`` names where the
     user came from. Raises LoginError with the variable, its value and what is allowed.
     """
-    user = ""
-    source = ""
-    for key, label in USER_SOURCES:
-        value = variables.get(key)
-        if not _blank(value):
-            user, source = check_user(label, value), label
-            break
-    if not user and not _blank(configured_remote_user):
-        user = check_user(
-            "remote_user (ANSIBLE_REMOTE_USER or ansible.cfg)", configured_remote_user
-        )
-        source = "remote_user"
-    if not user and controller_user is not None:
-        user = check_user("the controller's user", controller_user())
-        source = "controller user"
-    if not user:
-        raise LoginError(
-            "no login user: set tpu_login_user, ansible_user or ANSIBLE_REMOTE_USER to the user "
-            "who logs in to the workers"
-        )
+    user, source = _user(variables, USER_SOURCES, configured_remote_user, controller_user)
 
     home_value = variables.get("tpu_login_home")
     if _blank(home_value):

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_login import LoginError, resolve
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_login import (
+    LoginError,
+    connection_user,
+    resolve,
+)
 
 
 def controller() -> str:
@@ -104,3 +108,29 @@ def test_bad_values_are_refused_by_name(variables: dict[str, Any], names: list[s
 def test_no_user_anywhere_is_an_error() -> None:
     with pytest.raises(LoginError, match="tpu_login_user, ansible_user or ANSIBLE_REMOTE_USER"):
         resolve({}, None, None)
+
+
+@pytest.mark.parametrize(
+    ("variables", "remote_user", "login", "connection"),
+    [
+        # an operator connects as tpu (sudo), the researcher alice is the login user
+        ({"tpu_login_user": "alice", "ansible_user": "tpu"}, "carl", "alice", "tpu"),
+        ({"tpu_login_user": "alice"}, "carl", "alice", "carl"),
+        ({"tpu_login_user": "alice"}, None, "alice", "laptop-user"),
+        ({"tpu_login_user": "alice", "ansible_ssh_user": "root"}, None, "alice", "root"),
+        # the usual case: the login user is the connection user
+        ({"ansible_user": "tpu"}, "carl", "tpu", "tpu"),
+        ({"tpu_login_user": "tpu", "ansible_user": "tpu"}, None, "tpu", "tpu"),
+        ({}, "carl", "carl", "carl"),
+    ],
+)
+def test_connection_user_is_the_order_without_tpu_login_user(
+    variables: dict[str, Any], remote_user: str | None, login: str, connection: str
+) -> None:
+    assert resolve(variables, remote_user, controller)["user"] == login
+    assert connection_user(variables, remote_user, controller) == connection
+
+
+def test_connection_user_is_checked_like_the_login_user() -> None:
+    with pytest.raises(LoginError, match="ansible_user"):
+        connection_user({"tpu_login_user": "alice", "ansible_user": "Bad User"}, None, controller)
