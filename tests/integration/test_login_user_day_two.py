@@ -1,4 +1,4 @@
-"""sync.yml, run.yml and logs.yml for a login user who is not the connection user.
+"""sync.yml, run.yml, logs.yml and babysit.yml for a login user who is not the connection user.
 
 The setup is the one of an operator who looks after a researcher's pod: Ansible connects as
 ``tpu`` (the operator's key), and ``-e tpu_login_user=alice`` names the researcher, whose code,
@@ -132,3 +132,34 @@ def test_a_login_user_the_worker_lacks_is_refused_before_anything_changes(
         assert refused.returncode != 0, refused.tail()
         assert message in refused.output, (name, refused.tail(30))
     assert pod.shell("ls -d /home/bob 2>/dev/null; true") == {WORKER: ""}
+
+
+def test_babysit_watches_the_login_users_detached_run(pod: Pod, tmp_path: Path) -> None:
+    """babysit.yml reads alice's run records and watches her run, whose runs folder (0700) the
+    connection user cannot read: it finds the newest detached run and sees it complete."""
+    started = pod.play(
+        "run.yml",
+        *AS_ALICE,
+        "-e",
+        "cmd='sleep 4; id -un'",
+        "-e",
+        "tpu_run_detach=true",
+        "-e",
+        "tpu_run_start_delay=1",
+    )
+    assert started.returncode == 0, started.tail(60)
+    ident = run_id(started)
+    watched = pod.play(
+        "babysit.yml",
+        *AS_ALICE,
+        "-e",
+        "tpu_babysit_interval=2",
+        "-e",
+        f"tpu_babysit_log_dir={tmp_path}",
+        cwd=tmp_path,
+    )
+    assert watched.returncode == 0, watched.tail(60)
+    assert "the run completed" in watched.output, watched.tail(40)
+    assert f"done: the run completed: {WORKER} rc 0" in (tmp_path / f"{ident}.log").read_text()
+    output = pod.shell(f"sudo cat {ALICE}/cloudtpu-runs/{ident}/{WORKER}.log")
+    assert output == {WORKER: "alice"}, output
