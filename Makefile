@@ -28,7 +28,7 @@ NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help setup setup-next docker image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale bench-rulebook bench-pull emulator-clean demo demo-ssh demo-down test-torch-xla
+.PHONY: help setup setup-next docker host-tools image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale bench-rulebook bench-pull emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -57,6 +57,9 @@ setup-next: $(NEXT_VENV)/.stamp ## Create .venv-next: the newest ansible on Pyth
 docker: ## Make sure a Docker daemon answers (installs docker.io and starts dockerd if needed)
 	tools/ensure-docker.sh
 
+host-tools: ## Install what the playbooks use on the controller when it is there (rsync), as root on Debian/Ubuntu
+	tools/ensure-host-tools.sh
+
 image: docker ## Build the Debian bookworm worker image (skipped when its recipe hash exists)
 	tools/image/build.sh
 
@@ -76,13 +79,13 @@ docs: setup ## The collection docs site in .cache/docs/build/html (antsibull-doc
 unit: setup ## Unit tests (pytest, no Docker)
 	pytest -q tests/unit
 
-integration: setup image ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
+integration: setup image host-tools ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
 	pytest -q --durations=15 tests/integration
 
 # The README's journeys (Day two, then queued resources, multislice, babysit), verbatim and in
 # order, each on a demo pod of its own (its own folder, port and container labels, so a demo of
 # yours keeps running); the block extractor's tests first.
-journey: setup image ## The README's journeys run as written on demo pods (Day two, queued resources, multislice, babysit)
+journey: setup image host-tools ## The README's journeys run as written on demo pods (Day two, queued resources, multislice, babysit)
 	pytest -q -s tests/journey/test_readme_blocks.py tests/journey/test_journey*.py
 
 sanity: setup ## ansible-test sanity on the collection as built (plugins, roles and their scripts), shellcheck

@@ -13,8 +13,10 @@ alice's venv is, like tpu's there, ``python3 -m venv --without-pip`` at the cont
 made by alice herself: run.yml only sources its ``bin/activate``, and the run's ``$VIRTUAL_ENV``
 shows whose venv that was; the python role would add minutes and prove nothing more.
 
-The worker image has no rsync, so sync.yml sends the tar archive here; its rsync path (rsync
-as root with --chown) is not run by this test.
+The worker image has no rsync, so the first sync sends the tar archive. The rsync path (rsync
+as root on the worker with --chown) runs after rsync is installed on the worker from its apt
+sources; it needs rsync on this machine too (``make host-tools`` installs it), and says so when
+it is skipped without it.
 
 Skipped, with the reason printed, only when no Docker daemon answers.
 """
@@ -22,6 +24,8 @@ Skipped, with the reason printed, only when no Docker daemon answers.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,6 +47,8 @@ WORKER = "pod-alice-w0"
 EMULATOR_ID = f"alice{os.getpid()}"
 ALICE = "/home/alice"
 AS_ALICE = ("-e", "tpu_login_user=alice")
+SEND_ARCHIVE = "Send the files as one archive (no rsync on one side)"
+SEND_RSYNC = "Send the files with rsync"
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +73,22 @@ def owners(pod: Pod, *paths: str) -> list[str]:
     return found[WORKER].splitlines()
 
 
+def task_status(output: str, task: str) -> str:
+    """How the task named ``task`` ended on the worker (ok, changed, skipping...)."""
+    found = re.search(
+        rf"^TASK \[{re.escape(task)}\].*?^(\w+): \[{WORKER}\]", output, re.MULTILINE | re.DOTALL
+    )
+    assert found, f"no result of {task!r} in the output"
+    return found[1]
+
+
 def test_sync_run_and_logs_act_as_the_login_user(pod: Pod, tmp_path: Path) -> None:
     project = tmp_path / "myproject"
     project.mkdir()
     (project / "train.py").write_text("print('trained')\n")
     synced = pod.play("sync.yml", *AS_ALICE, "-e", "tpu_sync_src=./myproject", cwd=tmp_path)
     assert synced.returncode == 0, synced.tail(60)
+    assert task_status(synced.stdout, SEND_ARCHIVE) == "changed", synced.tail(60)
     assert owners(pod, f"{ALICE}/myproject", f"{ALICE}/myproject/train.py") == [
         "755 alice:alice",
         "644 alice:alice",
@@ -116,6 +132,47 @@ def test_sync_run_and_logs_act_as_the_login_user(pod: Pod, tmp_path: Path) -> No
     log = tmp_path / ".cache" / "runs" / ident / f"{WORKER}.log"
     assert log.read_text() == "\n".join(expected) + "\n"
     assert f"run {ident}: {WORKER} exit 0." in fetched.stdout, fetched.tail()
+
+
+def test_sync_with_rsync_gives_the_files_to_the_login_user(pod: Pod, tmp_path: Path) -> None:
+    """With rsync on both sides, rsync runs as root on the worker and gives every file to alice
+    (--chown): new files and folders, and a file sent again after an edit; a second sync sends
+    nothing."""
+    if shutil.which("rsync") is None:
+        reason = "this machine has no rsync (make host-tools installs it)"
+        print(f"SKIPPED the rsync path of sync.yml: {reason}")
+        pytest.skip(reason)
+    installed = pod.shell(
+        "command -v rsync >/dev/null || { sudo apt-get update -qq && "
+        "sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rsync >/dev/null 2>&1; }; "
+        "command -v rsync"
+    )
+    assert installed == {WORKER: "/usr/bin/rsync"}, installed
+    project = tmp_path / "rsynced"
+    (project / "data").mkdir(parents=True)
+    (project / "train.py").write_text("print('v1')\n")
+    (project / "data" / "cfg.json").write_text("{}\n")
+    args = (*AS_ALICE, "-e", "tpu_sync_src=./rsynced")
+    dest = f"{ALICE}/rsynced"
+
+    synced = pod.play("sync.yml", *args, cwd=tmp_path)
+    assert synced.returncode == 0, synced.tail(60)
+    assert task_status(synced.stdout, SEND_RSYNC) == "changed", synced.tail(60)
+    assert task_status(synced.stdout, SEND_ARCHIVE) == "skipping", synced.tail(60)
+    paths = [dest, f"{dest}/data", f"{dest}/data/cfg.json", f"{dest}/train.py"]
+    owned = owners(pod, *paths)
+    assert [line.split()[1] for line in owned] == ["alice:alice"] * 4, owned
+
+    again = pod.play("sync.yml", *args, cwd=tmp_path)
+    assert again.returncode == 0, again.tail(60)
+    assert again.recap()[WORKER]["changed"] == 0, again.recap()
+
+    (project / "train.py").write_text("print('v2')\n")
+    edited = pod.play("sync.yml", *args, cwd=tmp_path)
+    assert edited.returncode == 0, edited.tail(60)
+    assert task_status(edited.stdout, SEND_RSYNC) == "changed", edited.tail(60)
+    sent = pod.shell(f"sudo stat -c '%U:%G' {dest}/train.py && sudo cat {dest}/train.py")
+    assert sent == {WORKER: "alice:alice\nprint('v2')"}, sent
 
 
 def test_a_login_user_the_worker_lacks_is_refused_before_anything_changes(
