@@ -151,30 +151,38 @@ CGROUP_CPU = (
 )
 
 
-def container_cpu(names: list[str]) -> list[float | None]:
-    """CPU seconds each container has used so far (its cgroup, read on this machine: cgroup v1's
-    cpuacct or v2's cpu.stat); None where neither is readable."""
+def cgroup_cpu_files(names: list[str]) -> list[Path | None]:
+    """Each container's cgroup CPU file on this machine (cgroup v1's cpuacct or v2's
+    cpu.stat); None where neither is readable."""
     ids = subprocess.run(
         ["docker", "inspect", "--format", "{{.Id}}", *names],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
-    result: list[float | None] = []
+    found: list[Path | None] = []
     for ident in ids:
-        seconds = None
-        for pattern in CGROUP_CPU:
-            try:
-                text = Path(pattern.format(ident)).read_text(encoding="utf-8")
-            except OSError:
-                continue
-            if text.startswith("usage_usec"):
-                seconds = int(text.split()[1]) / 1e6
-            else:
-                seconds = int(text.split()[0]) / 1e9
-            break
-        result.append(seconds)
-    return result
+        paths = [Path(pattern.format(ident)) for pattern in CGROUP_CPU]
+        found.append(next((path for path in paths if os.access(path, os.R_OK)), None))
+    return found
+
+
+def read_cgroup_cpu(path: Path | None) -> float | None:
+    """CPU seconds in one cgroup CPU file (v2: usage_usec; v1: nanoseconds); None if unreadable."""
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if text.startswith("usage_usec"):
+        return int(text.split()[1]) / 1e6
+    return int(text.split()[0]) / 1e9
+
+
+def container_cpu(names: list[str]) -> list[float | None]:
+    """CPU seconds each container has used so far; None where its cgroup is not readable."""
+    return [read_cgroup_cpu(path) for path in cgroup_cpu_files(names)]
 
 
 def cpu_delta(before: list[float | None], after: list[float | None]) -> list[float] | None:

@@ -213,6 +213,7 @@ def markdown(data: dict[str, Any]) -> str:
         )
     lines += floor_lines(table, counts, data.get("cpus"))
     lines += cold_cpu_lines(table, counts, data.get("cpus"))
+    lines += cold_by_role_lines(data["rows"])
     lines += ["", "Goals:", ""]
     lines += [goal_line(item) for item in goals(table)]
     return "\n".join(lines)
@@ -278,6 +279,61 @@ def cold_cpu_lines(table: dict, counts: list[int], cpus: int | None) -> list[str
         "CPU seconds of a cold run, the controller's and all workers' together, site.yml "
         "against the shell script: " + ", ".join(parts) + "."
     ]
+
+
+def role_of(task: str) -> str:
+    """The role a task name belongs to ('cloudtpu.pod.apt : Install ...' is apt's); the play's
+    own tasks are site.yml's."""
+    if " : " not in task:
+        return "site.yml's own tasks"
+    return task.split(" : ", 1)[0].removeprefix("cloudtpu.pod.")
+
+
+def cold_by_role_lines(rows: list[dict[str, Any]], heaviest: int = 5) -> list[str]:
+    """Where the CPU of the cold site.yml run went, role by role, at the most workers that have
+    a profile (bench/bootstrap/callback/bench_cpu.py: the seconds used while each task ran, by
+    the workers' containers and by the controller), and the heaviest tasks."""
+    profiled = [
+        (row_["workers"], run_["cpu_by_task"])
+        for row_ in rows
+        if row_["kind"] == "ansible"
+        for run_ in row_["runs"]
+        if run_["label"] == "cold" and run_.get("cpu_by_task")
+    ]
+    if not profiled:
+        return []
+    workers, by_task = max(profiled, key=lambda item: item[0])
+    roles: dict[str, list[float]] = {}
+    for task, figures in by_task.items():
+        cell = roles.setdefault(role_of(task), [0, 0.0, 0.0])
+        cell[0] += figures["runs"]
+        cell[1] += figures["workers"]
+        cell[2] += figures["controller"]
+    total = sum(cell[1] + cell[2] for cell in roles.values()) or 1.0
+    lines = [
+        "",
+        f"Where the CPU of the cold site.yml run at {workers} worker(s) went, role by role (the "
+        "seconds the workers' containers and the controller used while each task ran):",
+        "",
+        "| role | tasks run | workers' CPU | controller's CPU | share |",
+        "|---|---|---|---|---|",
+    ]
+    for role, (runs, own, controller) in sorted(roles.items(), key=lambda kv: -sum(kv[1][1:])):
+        lines.append(
+            f"| {role} | {runs:.0f} | {own:.1f} s | {controller:.1f} s "
+            f"| {(own + controller) / total:.0%} |"
+        )
+    top = sorted(by_task.items(), key=lambda kv: -(kv[1]["workers"] + kv[1]["controller"]))
+    lines += [
+        "",
+        "Heaviest tasks: "
+        + "; ".join(
+            f"{task} {figures['workers'] + figures['controller']:.1f} s"
+            for task, figures in top[:heaviest]
+        )
+        + ".",
+    ]
+    return lines
 
 
 def write_markdown(path: Path, text: str) -> None:

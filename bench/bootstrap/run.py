@@ -29,6 +29,7 @@ Raw rows: bench/results/bootstrap.json (with every run's log under .cache/bench/
 from __future__ import annotations
 
 import argparse
+import configparser
 import json
 import os
 import platform
@@ -47,6 +48,7 @@ sys.path.insert(0, str(REPO))
 from bench.bootstrap.measure import (
     BENCH,
     apt_debs,
+    cgroup_cpu_files,
     container_cpu,
     containers,
     counters,
@@ -74,6 +76,26 @@ ZONE = "us-central2-b"
 TYPES = {1: "v4-8", 2: "v4-16", 4: "v4-32", 8: "v4-64", 16: "v4-128"}
 # What the Ansible side runs: the roles that do what baseline.sh does, and the same choices.
 ANSIBLE_TAGS = "base,python,framework,remote_shell"
+
+
+def profile_env(boxes: list[str], out: Path) -> dict[str, str]:
+    """What makes ansible-playbook write its CPU per task to ``out``: the benchmark's callback
+    (bench/bootstrap/callback/bench_cpu.py) next to the ones ansible.cfg enables, reading the
+    pod's containers' cgroups. Empty when one of them is not readable here."""
+    files = cgroup_cpu_files(boxes)
+    if None in files:
+        return {}
+    config = configparser.ConfigParser()
+    config.read(REPO / "ansible.cfg")
+    enabled = [
+        n.strip() for n in config.get("defaults", "callbacks_enabled", fallback="").split(",")
+    ]
+    return {
+        "ANSIBLE_CALLBACK_PLUGINS": str(REPO / "bench" / "bootstrap" / "callback"),
+        "ANSIBLE_CALLBACKS_ENABLED": ",".join([n for n in enabled if n] + ["bench_cpu"]),
+        "BENCH_CPU_FILES": os.pathsep.join(str(f) for f in files),
+        "BENCH_CPU_OUT": str(out),
+    }
 
 
 def environment(port: int) -> dict[str, str]:
@@ -219,11 +241,16 @@ class Bench:
         if kind == "baseline":
             seconds, cpu = ssh_all(hosts, env, self.logs / f"{name}-{label}")
             return seconds, {"cpu": round(cpu, 2)}
+        profile = self.logs / f"{name}-{label}-cpu.json"
+        if label == "cold":
+            env = {**env, **profile_env(containers(name), profile)}
         masters = mux_cpu(folder)
         seconds, cpu, out = playbook(
             self.ansible_args(name), env, self.logs / f"{name}-{label}.log"
         )
+        by_task = json.loads(profile.read_text(encoding="utf-8")) if profile.exists() else None
         return seconds, {
+            **({"cpu_by_task": by_task} if by_task else {}),
             "cpu": round(cpu, 2),
             "mux_cpu": round(mux_delta(masters, mux_cpu(folder)), 2),
             "recap": recap(out),

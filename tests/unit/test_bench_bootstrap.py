@@ -257,3 +257,45 @@ def test_cold_runs_without_worker_cpu_give_no_cold_cpu_line():
     table = report.summarize(results([4])["rows"])
     assert table[("ansible", 4)]["cold_cpu"] == []
     assert report.cold_cpu_lines(table, [4], cpus=2) == []
+
+
+def test_cold_by_role_lines_group_the_profile_by_role_at_the_most_workers():
+    small = {"cloudtpu.pod.apt : Install x": {"workers": 1.0, "controller": 1.0, "runs": 1}}
+    big = {
+        "cloudtpu.pod.apt : Install htop": {"workers": 60.0, "controller": 3.0, "runs": 1},
+        "cloudtpu.pod.apt : Install mosh": {"workers": 2.0, "controller": 1.0, "runs": 1},
+        "cloudtpu.pod.python : Create the venv": {"workers": 12.0, "controller": 1.0, "runs": 1},
+        "Gathering Facts": {"workers": 1.0, "controller": 2.0, "runs": 1},
+    }
+    rows = [
+        {"kind": "ansible", "workers": 1, "runs": [{"label": "cold", "cpu_by_task": small}]},
+        {"kind": "ansible", "workers": 4, "runs": [{"label": "cold", "cpu_by_task": big}]},
+        {"kind": "baseline", "workers": 8, "runs": [{"label": "cold", "cpu_by_task": big}]},
+    ]
+    lines = report.cold_by_role_lines(rows, heaviest=2)
+    assert "at 4 worker(s)" in lines[1]
+    assert lines[5:8] == [
+        "| apt | 2 | 62.0 s | 4.0 s | 80% |",
+        "| python | 1 | 12.0 s | 1.0 s | 16% |",
+        "| site.yml's own tasks | 1 | 1.0 s | 2.0 s | 4% |",
+    ]
+    assert lines[-1] == (
+        "Heaviest tasks: cloudtpu.pod.apt : Install htop 63.0 s; "
+        "cloudtpu.pod.python : Create the venv 13.0 s."
+    )
+
+
+def test_cold_by_role_lines_are_empty_without_a_profile():
+    rows = [{"kind": "ansible", "workers": 4, "runs": [{"label": "cold", "seconds": 1.0}]}]
+    assert report.cold_by_role_lines(rows) == []
+
+
+def test_read_cgroup_cpu_reads_both_cgroup_versions(tmp_path: Path):
+    v2 = tmp_path / "cpu.stat"
+    v2.write_text("usage_usec 2500000\nuser_usec 2000000\n")
+    v1 = tmp_path / "cpuacct.usage"
+    v1.write_text("1500000000\n")
+    assert measure.read_cgroup_cpu(v2) == 2.5
+    assert measure.read_cgroup_cpu(v1) == 1.5
+    assert measure.read_cgroup_cpu(tmp_path / "gone") is None
+    assert measure.read_cgroup_cpu(None) is None
