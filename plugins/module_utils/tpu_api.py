@@ -17,513 +17,69 @@ Use from a module::
 Use from anything else (an inventory plugin, a script)::
 
     client = TpuClient.from_params({"auth_kind": "accesstoken", "access_token": "t", ...})
+
+The parts of the client live in their own files: the options and their defaults
+(``tpu_api_options.py``), the errors and how an error answer is read (``tpu_api_errors.py``), and
+the sending of calls with credentials, retries and paging (``tpu_api_transport.py``). This file
+holds :class:`TpuClient`, one method per API call, and re-exports the public names of the others.
 """
 
 from __future__ import annotations
 
-import os
-import random
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-try:
-    from requests.exceptions import RequestException
-
-    HAS_REQUESTS = True
-except ImportError:  # pragma: no cover - exercised only without requests installed
-    HAS_REQUESTS = False
-
-    class RequestException(Exception):  # type: ignore[no-redef]
-        """Stand-in so that except clauses stay valid without requests."""
-
-
-try:
-    from google.auth.exceptions import GoogleAuthError
-
-    HAS_GOOGLE_AUTH = True
-except ImportError:  # pragma: no cover - exercised only without google-auth installed
-    HAS_GOOGLE_AUTH = False
-
-    class GoogleAuthError(Exception):  # type: ignore[no-redef]
-        """Stand-in so that except clauses stay valid without google-auth."""
-
-
-from ansible.module_utils.basic import env_fallback
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_auth import (
-    AuthConfigError,
-    authorized_session,
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_errors import (
+    PERMISSION_ROLES,
+    TpuApiError,
+    error_from_response,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options import (
+    AUTH_KINDS,
+    CLOUD_PLATFORM_SCOPE,
+    DEFAULT_BASE_URL,
+    DEFAULT_SCOPES,
+    ENDPOINT_ENV,
+    auth_argument_spec,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_transport import (
+    HAS_GOOGLE_AUTH,
+    HAS_REQUESTS,
+    USER_AGENT,
+    TpuApiTransport,
+    _zone_of,
 )
 
-DEFAULT_BASE_URL = "https://tpu.googleapis.com/v2"
-ENDPOINT_ENV = "CLOUDTPU_API_ENDPOINT"
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-DEFAULT_SCOPES = [CLOUD_PLATFORM_SCOPE]
-AUTH_KINDS = ["application", "serviceaccount", "machineaccount", "accesstoken"]
+__all__ = [
+    "ALL_ZONES",
+    "AUTH_KINDS",
+    "CLOUD_PLATFORM_SCOPE",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_SCOPES",
+    "ENDPOINT_ENV",
+    "HAS_GOOGLE_AUTH",
+    "HAS_REQUESTS",
+    "PERMISSION_ROLES",
+    "USER_AGENT",
+    "TpuApiError",
+    "TpuApiTransport",
+    "TpuClient",
+    "auth_argument_spec",
+    "error_from_response",
+]
+
 ALL_ZONES = "-"
-USER_AGENT = "cloudtpu.pod-tpu-api"
-
-# Which predefined roles grant a permission; used in "permission missing" errors.
-_READ_ROLES = ["roles/tpu.viewer", "roles/tpu.admin"]
-_WRITE_ROLES = ["roles/tpu.admin"]
-PERMISSION_ROLES: dict[str, list[str]] = {
-    "tpu.locations.list": _READ_ROLES,
-    "tpu.nodes.list": _READ_ROLES,
-    "tpu.nodes.get": _READ_ROLES,
-    "tpu.operations.get": _READ_ROLES,
-    "tpu.queuedResources.list": _READ_ROLES,
-    "tpu.queuedResources.get": _READ_ROLES,
-    "tpu.nodes.create": _WRITE_ROLES,
-    "tpu.nodes.delete": _WRITE_ROLES,
-    "tpu.nodes.start": _WRITE_ROLES,
-    "tpu.nodes.stop": _WRITE_ROLES,
-    "tpu.nodes.update": _WRITE_ROLES,
-    "tpu.queuedResources.create": _WRITE_ROLES,
-    "tpu.queuedResources.delete": _WRITE_ROLES,
-}
 
 
-def auth_argument_spec() -> dict[str, dict[str, Any]]:
-    """Argument spec entries every module that talks to the TPU API accepts."""
-    return {
-        "auth_kind": {
-            "type": "str",
-            "default": "application",
-            "choices": AUTH_KINDS,
-            "fallback": (env_fallback, ["GCP_AUTH_KIND"]),
-        },
-        "service_account_email": {
-            "type": "str",
-            "fallback": (env_fallback, ["GCP_SERVICE_ACCOUNT_EMAIL"]),
-        },
-        "service_account_file": {
-            "type": "path",
-            "fallback": (env_fallback, ["GCP_SERVICE_ACCOUNT_FILE"]),
-        },
-        "service_account_contents": {
-            "type": "jsonarg",
-            "no_log": True,
-            "fallback": (env_fallback, ["GCP_SERVICE_ACCOUNT_CONTENTS"]),
-        },
-        "access_token": {
-            "type": "str",
-            "no_log": True,
-            "fallback": (env_fallback, ["GCP_ACCESS_TOKEN"]),
-        },
-        "scopes": {
-            "type": "list",
-            "elements": "str",
-            "default": list(DEFAULT_SCOPES),
-            "fallback": (env_fallback, ["GCP_SCOPES"]),
-        },
-        "base_url": {"type": "str", "fallback": (env_fallback, [ENDPOINT_ENV])},
-        "retries": {"type": "int", "default": 5},
-        "retry_max_sleep": {"type": "float", "default": 16.0},
-        "request_timeout": {"type": "float", "default": 60.0},
-    }
-
-
-class TpuApiError(Exception):
-    """An error from the TPU API (or from reaching it) with a message that says what to do.
-
-    ``status`` is the HTTP status (None when no answer came back), ``reason`` a short machine
-    word (``SERVICE_DISABLED``, ``IAM_PERMISSION_DENIED``, ``UNKNOWN_ZONE``, ``NOT_FOUND``,
-    ``UNAUTHENTICATED``, ``UNAVAILABLE``, ``TIMEOUT``, ...), ``message`` the human text and
-    ``api_message`` the API's own text when there was one.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        status: int | None = None,
-        reason: str = "ERROR",
-        api_message: str = "",
-        url: str = "",
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.reason = reason
-        self.api_message = api_message
-        self.url = url
-
-    @property
-    def not_found(self) -> bool:
-        return self.status == 404 and self.reason == "NOT_FOUND"
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class _ParamsModule:
-    """The small part of AnsibleModule that GcpSession uses, for callers that are not modules."""
-
-    def __init__(self, params: Mapping[str, Any]) -> None:
-        self.params = dict(params)
-
-    def fail_json(self, msg: str = "", **kwargs: Any) -> None:
-        raise TpuApiError(f"Google authentication setup failed: {msg}", reason="AUTH_CONFIG")
-
-
-def _error_details(body: Any) -> tuple[str, str, dict[str, Any]]:
-    """(status word, api message, ErrorInfo dict) from a Google error JSON body."""
-    if not isinstance(body, Mapping):
-        return "", "", {}
-    error = body.get("error")
-    if not isinstance(error, Mapping):
-        return "", "", {}
-    info: dict[str, Any] = {}
-    for detail in error.get("details") or []:
-        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith(
-            "google.rpc.ErrorInfo"
-        ):
-            info = dict(detail)
-            break
-    return str(error.get("status") or ""), str(error.get("message") or ""), info
-
-
-_UNKNOWN_LOCATION_RE = re.compile(
-    r"\b(location|zone)s?\b[^.]*\b(not found|unknown|does not exist|is not valid|is invalid)\b"
-)
-
-
-def _says_unknown_location(text: str) -> bool:
-    """True when an API message says a location or zone does not exist.
-
-    Resource paths (``projects/p/locations/z/nodes/n``) are ignored, so "node ... not found"
-    does not count, and neither does "type X is not supported in zone Z".
-    """
-    words = re.sub(r"\S*/\S*", " ", text.lower())
-    return _UNKNOWN_LOCATION_RE.search(words) is not None
-
-
-def error_from_response(
-    status: int,
-    body: Any,
-    project: str = "",
-    zone: str = "",
-    permission: str = "",
-    resource: str = "",
-    url: str = "",
-    attempts: int = 1,
-) -> TpuApiError:
-    """Build the TpuApiError for an HTTP error answer (a pure function, easy to test).
-
-    ``permission`` is the IAM permission the call needs (for example ``tpu.nodes.list``) and
-    ``resource`` what the call addresses (``node pod-a``) when it addresses one thing.
-    """
-    status_word, api_message, info = _error_details(body)
-    if not api_message and isinstance(body, str):
-        api_message = body.strip()[:300]
-    reason = str(info.get("reason") or status_word or f"HTTP_{status}")
-    meta = info.get("metadata") if isinstance(info.get("metadata"), Mapping) else {}
-    where = f"project {project}" if project else "this project"
-    said = f" (API said: {api_message})" if api_message else ""
-
-    def build(message: str, reason_word: str = reason) -> TpuApiError:
-        return TpuApiError(
-            message, status=status, reason=reason_word, api_message=api_message, url=url
-        )
-
-    if status == 401:
-        return build(
-            f"The TPU API rejected the credentials (401 UNAUTHENTICATED){said}. Check auth_kind "
-            "and its credential: for application, run 'gcloud auth application-default login' or "
-            "set GOOGLE_APPLICATION_CREDENTIALS; for serviceaccount, check the key file; for "
-            "accesstoken, the token may have expired ('gcloud auth print-access-token' gives a "
-            "new one).",
-            "UNAUTHENTICATED",
-        )
-    if status == 403:
-        disabled = reason in ("SERVICE_DISABLED", "API_DISABLED") or any(
-            marker in api_message.lower()
-            for marker in (
-                "has not been used",
-                "is disabled",
-                "api not enabled",
-                "not been enabled",
-            )
-        )
-        if disabled:
-            target = project or str(meta.get("consumer", "")).replace("projects/", "") or "PROJECT"
-            return build(
-                f"The Cloud TPU API (tpu.googleapis.com) is not enabled in project {target}. "
-                f"Enable it with 'gcloud services enable tpu.googleapis.com --project {target}', "
-                f"wait a minute, then retry{said}.",
-                "SERVICE_DISABLED",
-            )
-        needed = str(meta.get("permission") or permission or "")
-        roles = PERMISSION_ROLES.get(needed, _WRITE_ROLES if needed else _READ_ROLES)
-        perm_text = f"permission {needed}" if needed else "a TPU permission"
-        return build(
-            "Permission denied by the TPU API in {}: the caller lacks {}. Grant it a role that "
-            "includes it ({}), for example 'gcloud projects add-iam-policy-binding {} "
-            "--member=<principal> --role={}', or check that the project id is right{}.".format(
-                where, perm_text, " or ".join(roles), project or "PROJECT", roles[0], said
-            ),
-            "IAM_PERMISSION_DENIED",
-        )
-    unknown_location = _says_unknown_location(api_message)
-    if zone and ((status == 404 and not resource) or (status in (400, 404) and unknown_location)):
-        return build(
-            "Zone {} is unknown to the TPU API in {}, or TPUs are not offered there{}. List the "
-            "zones with 'gcloud compute tpus locations list --project {}' and fix the zones "
-            "option.".format(zone, where, said, project or "PROJECT"),
-            "UNKNOWN_ZONE",
-        )
-    if status == 404 and not resource:
-        return build(
-            f"The TPU API answered 404 for {url or 'a list call'}{said}. Check that the base_url "
-            f"option (env {ENDPOINT_ENV}) is the v2 API root, such as {DEFAULT_BASE_URL}.",
-            "ENDPOINT_NOT_FOUND",
-        )
-    if status == 404:
-        place = f" in {where}, zone {zone}" if zone else ""
-        return build(f"{_sentence(resource)} was not found{place}{said}.", "NOT_FOUND")
-    if status == 409:
-        return build(
-            f"{_sentence(resource or 'the resource')} already exists{said}.",
-            "ALREADY_EXISTS",
-        )
-    if status == 429 or status >= 500:
-        return build(
-            f"The TPU API kept answering {status} after {attempts} attempt(s){said}. It is "
-            "overloaded or failing; retry later, or raise the retries option.",
-            reason,
-        )
-    about = f" for {resource}" if resource else ""
-    return build(f"The TPU API refused the request{about} with {status} {reason}{said}.", reason)
-
-
-def _sentence(text: str) -> str:
-    """``text`` with its first letter in upper case (the rest untouched, unlike capitalize)."""
-    return text[:1].upper() + text[1:]
-
-
-def _zone_of(name: str) -> str:
-    """Zone id of a resource or location name (``projects/p/locations/z/...`` or ``z``)."""
-    parts = name.split("/")
-    if "locations" in parts:
-        index = parts.index("locations")
-        if index + 1 < len(parts):
-            return parts[index + 1]
-    return parts[-1]
-
-
-class TpuClient:
+class TpuClient(TpuApiTransport):
     """Client of the Cloud TPU v2 API.
 
     ``module`` is an AnsibleModule (or any object with ``params`` and ``fail_json``) whose params
     hold the auth options of :func:`auth_argument_spec`. Keyword arguments override the params.
     ``sleep`` and ``rand`` exist so that tests can observe backoff without waiting.
     """
-
-    def __init__(
-        self,
-        module: Any,
-        base_url: str | None = None,
-        retries: int | None = None,
-        backoff: float = 1.0,
-        max_sleep: float | None = None,
-        timeout: float | None = None,
-        session: Any = None,
-        sleep: Callable[[float], None] = time.sleep,
-        rand: Callable[[float, float], float] = random.uniform,
-    ) -> None:
-        params = getattr(module, "params", {}) or {}
-        url = base_url or params.get("base_url") or os.environ.get(ENDPOINT_ENV) or DEFAULT_BASE_URL
-        if not url.startswith(("https://", "http://")):
-            raise TpuApiError(
-                f"base_url {url!r} is not an http(s) URL; use the API root such as "
-                f"{DEFAULT_BASE_URL}",
-                reason="BAD_BASE_URL",
-            )
-        self.base_url = url.rstrip("/")
-        self.retries = max(1, int(retries if retries is not None else params.get("retries") or 5))
-        self.backoff = max(0.0, float(backoff))
-        self.max_sleep = float(
-            max_sleep if max_sleep is not None else params.get("retry_max_sleep") or 16.0
-        )
-        self.timeout = float(
-            timeout if timeout is not None else params.get("request_timeout") or 60.0
-        )
-        self._sleep = sleep
-        self._rand = rand
-        self.request_count = 0
-        self.auth_kind = params.get("auth_kind") or "application"
-        if session is not None:
-            self._http = session
-            return
-        if not (HAS_REQUESTS and HAS_GOOGLE_AUTH):
-            raise TpuApiError(
-                "The Python libraries requests and google-auth are required on the controller to "
-                "talk to the TPU API; install them into the Python that runs Ansible.",
-                reason="MISSING_DEPENDENCY",
-            )
-        if not params.get("scopes"):
-            module.params["scopes"] = list(DEFAULT_SCOPES)
-        try:
-            self._http = authorized_session(module.params)
-        except AuthConfigError as exc:
-            raise TpuApiError(
-                f"Google authentication setup failed: {exc}", reason="AUTH_CONFIG"
-            ) from None
-        except GoogleAuthError as exc:
-            raise self._auth_error(exc) from None
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any], **kwargs: Any) -> TpuClient:
-        """Build a client from a plain dict of auth_argument_spec() options."""
-        full = {key: None for key in auth_argument_spec()}
-        full.update(params)
-        if not full.get("auth_kind"):
-            full["auth_kind"] = "application"
-        return cls(_ParamsModule(full), **kwargs)
-
-    # -- plumbing ---------------------------------------------------------------------------
-
-    def _auth_error(self, exc: Exception) -> TpuApiError:
-        hints = {
-            "application": "run 'gcloud auth application-default login' or set "
-            "GOOGLE_APPLICATION_CREDENTIALS to a service account key file",
-            "serviceaccount": "check service_account_file or service_account_contents",
-            "machineaccount": "this only works on a Google Cloud VM with a service account",
-            "accesstoken": "the access token was rejected or has expired; get a new one with "
-            "'gcloud auth print-access-token'",
-        }
-        return TpuApiError(
-            f"Could not get Google credentials for the TPU API (auth_kind {self.auth_kind}): "
-            f"{str(exc).rstrip('. ')}. To fix it, "
-            f"{hints.get(self.auth_kind, 'check the auth options')}.",
-            status=401,
-            reason="UNAUTHENTICATED",
-        )
-
-    def _url(self, path: str) -> str:
-        return "{}/{}".format(self.base_url, path.lstrip("/"))
-
-    def backoff_delay(self, attempt: int, retry_after: str | None = None) -> float:
-        """Seconds to wait before retry ``attempt`` (1-based): exponential, jittered, capped."""
-        ceiling = min(self.max_sleep, self.backoff * (2 ** (attempt - 1)))
-        delay = self._rand(ceiling / 2.0, ceiling)
-        if retry_after:
-            try:
-                delay = max(delay, float(retry_after))
-            except ValueError:
-                pass
-        return max(0.0, min(delay, self.max_sleep))
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        params: Mapping[str, Any] | None = None,
-        body: Mapping[str, Any] | None = None,
-        project: str = "",
-        zone: str = "",
-        permission: str = "",
-        resource: str = "",
-    ) -> dict[str, Any]:
-        """Send one API call (with retries) and return the decoded JSON answer."""
-        url = self._url(path)
-        idempotent = method in ("GET", "DELETE")
-        response = None
-        for attempt in range(1, self.retries + 1):
-            self.request_count += 1
-            try:
-                response = self._http.request(
-                    method,
-                    url,
-                    params=params,
-                    json=body,
-                    timeout=self.timeout,
-                    headers={"User-Agent": USER_AGENT},
-                )
-            except GoogleAuthError as exc:
-                raise self._auth_error(exc) from None
-            except RequestException as exc:
-                if attempt < self.retries:
-                    self._sleep(self.backoff_delay(attempt))
-                    continue
-                raise TpuApiError(
-                    f"Cannot reach the TPU API at {self.base_url} after {attempt} attempt(s): "
-                    f"{exc.__class__.__name__}. Check the network, a proxy (HTTPS_PROXY/NO_PROXY) "
-                    f"or the base_url option (env {ENDPOINT_ENV}).",
-                    reason="UNREACHABLE",
-                    url=url,
-                ) from None
-            status = response.status_code
-            transient = status == 429 or status == 503 or (idempotent and status >= 500)
-            if transient and attempt < self.retries:
-                self._sleep(self.backoff_delay(attempt, response.headers.get("Retry-After")))
-                continue
-            break
-        if response is None:  # only when retries < 1, which __init__ prevents
-            raise TpuApiError("No request was sent.", reason="NO_ATTEMPT", url=url)
-        if response.status_code >= 400:
-            try:
-                payload: Any = response.json()
-            except ValueError:
-                payload = response.text
-            raise error_from_response(
-                response.status_code,
-                payload,
-                project=project,
-                zone=zone,
-                permission=permission,
-                resource=resource,
-                url=url,
-                attempts=attempt,
-            )
-        if not response.content:
-            return {}
-        try:
-            data = response.json()
-        except ValueError:
-            raise TpuApiError(
-                f"The TPU API at {url} answered {response.status_code} with a body that is not "
-                f"JSON; is base_url the API root (for example {DEFAULT_BASE_URL})?",
-                status=response.status_code,
-                reason="BAD_RESPONSE",
-                url=url,
-            ) from None
-        return data if isinstance(data, dict) else {"value": data}
-
-    def _paged(
-        self,
-        path: str,
-        key: str,
-        page_size: int | None,
-        **context: str,
-    ) -> tuple[list[dict[str, Any]], list[str]]:
-        items: list[dict[str, Any]] = []
-        unreachable: list[str] = []
-        seen = set()
-        token = ""
-        while True:
-            params: dict[str, Any] = {}
-            if page_size:
-                params["pageSize"] = int(page_size)
-            if token:
-                params["pageToken"] = token
-            data = self.request("GET", path, params=params or None, **context)
-            items.extend(data.get(key) or [])
-            for location in data.get("unreachable") or []:
-                zone = _zone_of(str(location))
-                if zone not in unreachable:
-                    unreachable.append(zone)
-            token = data.get("nextPageToken") or ""
-            if not token:
-                return items, unreachable
-            if token in seen:
-                raise TpuApiError(
-                    f"The TPU API returned the same page token twice for {path}; stopping "
-                    "instead of looping forever.",
-                    reason="PAGINATION_LOOP",
-                )
-            seen.add(token)
 
     @staticmethod
     def _parent(project: str, zone: str) -> str:

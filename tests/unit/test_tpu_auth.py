@@ -124,7 +124,7 @@ def test_client_session_comes_from_the_auth_options(monkeypatch: pytest.MonkeyPa
         return "session"
 
     monkeypatch.setattr(
-        "ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api.authorized_session",
+        "ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_transport.authorized_session",
         fake_session,
     )
     client = TpuClient.from_params({"auth_kind": "accesstoken", "access_token": "t"})
