@@ -48,7 +48,8 @@ class Refusal:
     changed_before: list[str] = field(default_factory=list)
 
 
-def _message(result: dict[str, Any]) -> str:
+def message_of(result: dict[str, Any]) -> str:
+    """The message of a failed task result (and of its loop items that failed, its errors)."""
     text = str(result.get("msg", ""))
     for item in result.get("results", []):  # a loop: the messages of the items that failed
         if isinstance(item, dict) and item.get("failed"):
@@ -133,7 +134,7 @@ def run_hosts(
                     continue
                 if result.get("failed") or result.get("unreachable"):
                     refusal.failed_task, refusal.failed_path = name, path
-                    refusal.message = _message(result)
+                    refusal.message = message_of(result)
                 elif result.get("changed"):
                     refusal.changed_before.append(name)
     return refusals, output

@@ -7,13 +7,19 @@ each check (done, failed, recover, give up, time out, look again) and how long t
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
-from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import RUN_ID_RE
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import number_problem
+from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import RUN_ID_RE, run_id_problem
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
+    _shown,
+    number_problem,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import (
+    local_path,
+    local_path_problem,
+)
 
 # How many rounds babysit.yml imports: one per recovery and the first watch.
 ROUNDS = 6
@@ -59,36 +65,36 @@ def babysit_options(raw: Mapping[str, Any]) -> dict[str, Any]:
         if value is None or value == "":
             result[field] = default
             continue
-        problem = (
-            f"{name} is {value!r}: not a number"
-            if isinstance(value, bool)
-            else number_problem(value, name, low, high, integer=integer)
-        )
+        problem = number_problem(value, name, low, high, integer=integer)
         if problem:
             errors.append(f"{problem} ({what})")
             result[field] = default
         else:
             result[field] = int(float(value))
-    run = str(raw.get("run") or "").strip()
-    if run and not RUN_ID_RE.match(run):
-        errors.append(
-            f"tpu_babysit_run is {run!r}: a run id looks like 20261123T143000Z-ab12 "
-            "(run.yml prints it)"
-        )
+    run = raw.get("run")
+    run = "" if run is None else run
+    if run != "" and run_id_problem(run, "tpu_babysit_run"):
+        errors.append(run_id_problem(run, "tpu_babysit_run"))
     result["run"] = run
-    log_dir = str(raw.get("log_dir") or "").strip() or "./.cache/babysit"
-    if "\n" in log_dir:
-        errors.append(f"tpu_babysit_log_dir is {log_dir!r}: not a folder name")
-    result["log_dir"] = os.path.abspath(os.path.expanduser(log_dir))
+    log_dir = raw.get("log_dir")
+    log_dir = "./.cache/babysit" if log_dir is None or log_dir == "" else log_dir
+    problem = local_path_problem(log_dir, "tpu_babysit_log_dir", "new folder")
+    if problem:
+        errors.append(problem)
+    result["log_dir"] = "" if problem else local_path(log_dir)
     if raw.get("cmd") not in (None, ""):
         errors.append(
-            "babysit.yml takes no cmd: it restarts the command the run recorded "
-            "(start a run with playbooks/run.yml -e tpu_run_detach=true first)"
+            f"cmd is {_shown(raw['cmd'])}: babysit.yml takes no cmd, it restarts the command the "
+            "run recorded; allowed: no cmd (start a run with playbooks/run.yml "
+            "-e tpu_run_detach=true first)"
         )
     detach = raw.get("detach")
     key = detach.lower().strip() if isinstance(detach, str) else detach
     if detach not in (None, "") and (key in BOOLEANS_FALSE or key not in BOOLEANS_TRUE):
-        errors.append(f"tpu_run_detach is {detach!r}: a babysat run is always detached")
+        errors.append(
+            f"tpu_run_detach is {detach!r}: a babysat run is always detached; allowed: true, or "
+            "leave it unset"
+        )
     result.update(ok=not errors, errors=errors, message="; ".join(errors) or "ok")
     return result
 

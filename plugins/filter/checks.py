@@ -1,9 +1,9 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
 """The value checks of module_utils/tpu_checks.py as filters: path_problem, network_problem,
-address_problem, number_problem, device_glob_problem. Each returns '' when the value is fine,
-else a message that names the variable, the value and what is allowed, for an assert
-(documentation: path_problem.yml and its siblings).
+address_problem, number_problem, device_glob_problem, gcp_name_problem. Each returns '' when the
+value is fine, else a message that names the variable, the value and what is allowed, for an
+assert (documentation: path_problem.yml and its siblings).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     address_problem,
     device_glob_problem,
+    gcp_name_problem,
     network_problem,
     number_problem,
     path_problem,
@@ -20,7 +21,8 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
 
 
 class FilterModule:
-    """path_problem, network_problem, address_problem, number_problem, device_glob_problem."""
+    """path_problem, network_problem, address_problem, number_problem, device_glob_problem,
+    gcp_name_problem."""
 
     def filters(self) -> dict[str, Any]:
         return {
@@ -29,4 +31,5 @@ class FilterModule:
             "address_problem": address_problem,
             "number_problem": number_problem,
             "device_glob_problem": device_glob_problem,
+            "gcp_name_problem": gcp_name_problem,
         }

@@ -149,8 +149,8 @@ def run_environment(
     bad = [str(k) for k in extra if not isinstance(k, str) or not NAME_RE.match(k)]
     if bad:
         raise AnsibleFilterError(
-            f"tpu_run_env has names that are not shell variable names: {bad} "
-            "(letters, digits and '_', not starting with a digit)"
+            f"tpu_run_env has names that are not shell variable names: {bad}; allowed: "
+            "letters, digits and '_', not starting with a digit"
         )
     nested = [k for k, v in extra.items() if isinstance(v, (Mapping, list, tuple))]
     if nested:

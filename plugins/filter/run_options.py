@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import os
 import posixpath
 import secrets
 import time
@@ -12,11 +11,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.cloudtpu.pod.plugins.filter.run_environment import run_environment
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
+    boolean_problem,
     number_problem,
     path_problem,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import (
+    local_path,
+    local_path_problem,
 )
 
 DOCUMENTATION = r"""
@@ -32,18 +36,22 @@ description:
   - Booleans accept what Ansible's C(bool) filter accepts (C(true), C(yes), C(on), C(1) and
     their opposites); numbers accept integers and strings of digits.
   - Exactly one of C(cmd) (a command text, run by bash with C(set -o pipefail)) and C(script)
-    (a local file, copied to each worker) must be given. C(raw_params) is what Ansible's
-    key=value parser left over (C(-e cmd=python train.py) keeps only C(python)); when it is set
-    the command was cut and the request is refused with the forms that work.
+    (a local file, copied to each worker; as every local path the playbooks take, without
+    C(..), a system folder or a symbolic link on the way) must be given. C(raw_params) is what
+    Ansible's key=value parser left over (C(-e cmd=python train.py) keeps only C(python));
+    when it is set the command was cut and the request is refused with the forms that work.
   - With I(home), C(workdir) is resolved and checked for that host (a relative C(workdir) is
     below the home; it must be the home, inside it, or inside C(/opt), C(/srv) or C(/mnt);
     without one, C(sync_dest) if given, else the home). Numbers and paths go through the
-    collection's shared checks (C(number_problem), C(path_problem)).
+    collection's shared checks (C(number_problem), C(path_problem), C(boolean_problem)).
+  - C(env) and C(megascale_port) are checked as C(run_environment) checks them (the port of a
+    multislice job's coordinator, whether or not the pod has several slices).
 positional: _input, home
 options:
   _input:
     description: The raw values, keys C(cmd), C(script), C(raw_params), C(detach), C(timeout),
-      C(tail), C(start_delay), C(unlock), C(sync), C(workdir), C(sync_dest), C(env).
+      C(tail), C(start_delay), C(unlock), C(sync), C(workdir), C(sync_dest), C(env),
+      C(megascale_port).
     type: dict
     required: true
   home:
@@ -91,27 +99,20 @@ BOOLEANS = {
 def _bool(value: Any, name: str, default: bool, errors: list[str]) -> bool:
     if value is None or value == "":
         return default
-    if isinstance(value, bool):
-        return value
-    key = value.lower().strip() if isinstance(value, str) else value
-    if key in BOOLEANS_TRUE:
-        return True
-    if key in BOOLEANS_FALSE:
-        return False
-    errors.append(f"{name} is {value!r}: use true or false (yes/no, on/off, 1/0 also work)")
-    return default
+    problem = boolean_problem(value, name)
+    if problem:
+        errors.append(problem)
+        return default
+    return boolean(value)
 
 
 def _number(value: Any, field: str, errors: list[str]) -> int:
     name, default, low, high, what = NUMBERS[field]
     if value is None or value == "":
         return default
-    problem = number_problem(value, name, low, high) if not isinstance(value, bool) else "x"
+    problem = number_problem(value, name, low, high)
     if problem:
-        errors.append(
-            (problem if problem != "x" else f"{name} is {value!r}: not a whole number")
-            + f" ({what})"
-        )
+        errors.append(f"{problem} ({what})")
         return default
     return int(float(value))
 
@@ -127,8 +128,8 @@ def _workdir(value: Any, home: str, errors: list[str]) -> str:
     text = str(value).strip()
     if not text or text.startswith("~") or ".." in text.split("/") or "\n" in text:
         errors.append(
-            f"tpu_run_workdir is {value!r}: give an absolute path or one relative to the login "
-            "home, without '..' or '~'"
+            f"tpu_run_workdir is {value!r}: it contains '..' or '~'; allowed: an absolute path "
+            "or one relative to the login home, without '..' or '~'"
         )
         return ""
     if not home:
@@ -159,21 +160,20 @@ def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
     if has_cmd and has_script:
         errors.append("give either cmd or tpu_run_script, not both")
     elif not has_cmd and not has_script:
-        errors.append(f"nothing to run: give cmd or tpu_run_script=path/to/script.sh; {FORMS}")
+        errors.append(
+            "nothing to run: give cmd or tpu_run_script=path/to/script.sh (both are unset or "
+            f"empty); {FORMS}"
+        )
     if has_cmd and (not isinstance(cmd, str) or not cmd.strip()):
         errors.append(f"cmd must be a non-empty command text, got {cmd!r}; {FORMS}")
 
     script_path = ""
     if has_script and not has_cmd:
-        if not isinstance(script, str) or not script.strip():
-            errors.append(f"tpu_run_script must be the path of a local file, got {script!r}")
+        problem = local_path_problem(script, "tpu_run_script", "file")
+        if problem:
+            errors.append(problem)
         else:
-            script_path = os.path.abspath(os.path.expanduser(script.strip()))
-            if not os.path.isfile(script_path):
-                errors.append(
-                    f"tpu_run_script is {script!r}: no such file on this machine "
-                    f"(looked at {script_path})"
-                )
+            script_path = local_path(script)
 
     result: dict[str, Any] = {
         field: _bool(raw.get(field), name, default, errors)
@@ -182,7 +182,7 @@ def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
     result.update({field: _number(raw.get(field), field, errors) for field in NUMBERS})
     workdir = _workdir(raw.get("workdir"), home, errors)
     try:
-        result["env"] = run_environment(raw.get("env"))
+        result["env"] = run_environment(raw.get("env"), None, raw.get("megascale_port"))
     except AnsibleFilterError as exc:
         errors.append(str(exc.message))
         result["env"] = {}

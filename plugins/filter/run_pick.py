@@ -9,6 +9,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import _shown
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import local_path
+
 DOCUMENTATION = r"""
 name: run_pick
 author: cloudtpu.pod maintainers
@@ -21,7 +24,7 @@ description:
   - Names that are not run ids are ignored; a requested id must be a run id and must exist on
     some worker. Never fails itself; C(ok=false) comes with a message.
   - The local folder is C(<dest>/<run_id>), with I(dest) made absolute from the current folder
-    (default C(./.cache/runs)).
+    (default C(./.cache/runs)); C(cloudtpu.pod.logs_options) checks I(dest) first.
 positional: _input, requested, dest
 options:
   _input:
@@ -57,6 +60,17 @@ _value:
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
 
 
+def run_id_problem(value: Any, name: str) -> str:
+    """Why ``value`` is not a run id for ``name`` (tpu_logs_run, tpu_babysit_run); ``''`` when
+    it is."""
+    if isinstance(value, str) and RUN_ID_RE.fullmatch(value):
+        return ""
+    return (
+        f"{name} is {_shown(value)}: not a run id; allowed: a run id as run.yml prints it, "
+        "such as 20261123T143000Z-ab12."
+    )
+
+
 def run_pick(
     found: Iterable[Any], requested: str = "", dest: str = "./.cache/runs"
 ) -> dict[str, Any]:
@@ -68,11 +82,8 @@ def run_pick(
     ordered = sorted(runs, reverse=True)
     requested = str(requested or "").strip()
     result: dict[str, Any] = {"ok": False, "run_id": "", "dest": "", "runs": ordered}
-    if requested and not RUN_ID_RE.match(requested):
-        result["message"] = (
-            f"tpu_logs_run is {requested!r}: a run id looks like 20261123T143000Z-ab12 "
-            "(run.yml prints it)"
-        )
+    if requested and run_id_problem(requested, "tpu_logs_run"):
+        result["message"] = run_id_problem(requested, "tpu_logs_run")
         return result
     if not ordered:
         result["message"] = (
@@ -87,11 +98,8 @@ def run_pick(
         )
         return result
     run_id = requested or ordered[0]
-    text = str(dest or "./.cache/runs").strip()
-    if "\n" in text:
-        result["message"] = f"tpu_logs_dest is {dest!r}: not a folder name"
-        return result
-    folder = os.path.join(os.path.abspath(os.path.expanduser(text)), run_id)
+    # the folder as logs_options checked it (tpu_logs_dest)
+    folder = os.path.join(local_path(str(dest or "./.cache/runs")), run_id)
     result.update({"ok": True, "message": "ok", "run_id": run_id, "dest": folder})
     return result
 

@@ -10,8 +10,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import path_problem
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
+    _shown,
+    boolean_problem,
+    path_problem,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import (
+    local_path,
+    local_path_problem,
+)
 
 DOCUMENTATION = r"""
 name: sync_options
@@ -19,8 +27,9 @@ author: cloudtpu.pod maintainers
 version_added: 0.2.0
 short_description: Check the variables of playbooks/sync.yml and work out the destination
 description:
-  - Exactly one source, a local folder (C(src), from C(tpu_sync_src)) or a git repository
-    (C(repo) at C(version), from C(tpu_sync_repo) and C(tpu_sync_version)).
+  - Exactly one source, a local folder (C(src), from C(tpu_sync_src); as every local path the
+    playbooks take, without C(..), a system folder or a symbolic link on the way) or
+    a git repository (C(repo) at C(version), from C(tpu_sync_repo) and C(tpu_sync_version)).
   - The destination is C(tpu_sync_dest) (an absolute, normalised path inside the login home,
     C(/opt), C(/srv) or C(/mnt), checked by the collection's C(path_problem)), else
     C(<home>/<name>) where the name is the folder's or the repository's base name.
@@ -58,20 +67,24 @@ _value:
 NAME_RE = re.compile(r"^[A-Za-z0-9._+-]+$")
 # Where code may go besides the login home (strictly inside them).
 ROOTS = ("/opt", "/srv", "/mnt")
+REPO_ALLOWED = (
+    "allowed: an address git can clone (https://..., ssh://..., git@host:path), not starting "
+    "with '-'"
+)
+VERSION_RE = re.compile(r"^[A-Za-z0-9._/+-]+$")
+VERSION_ALLOWED = (
+    "allowed: a branch, tag or commit of letters, digits and . _ / + -, not starting with '-'"
+)
 
 
-def _bool(value: Any, name: str, errors: list[str]) -> bool:
-    if value is None or value == "":
-        return False
-    if isinstance(value, bool):
-        return value
-    key = value.lower().strip() if isinstance(value, str) else value
-    if key in BOOLEANS_TRUE:
-        return True
-    if key in BOOLEANS_FALSE:
-        return False
-    errors.append(f"{name} is {value!r}: use true or false (yes/no, on/off, 1/0 also work)")
-    return False
+def _text(value: Any, name: str, allowed: str, errors: list[str]) -> str:
+    """A string variable, stripped ('' when not given); another type is refused."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        errors.append(f"{name} is {_shown(value)}: not a string; {allowed}")
+        return ""
+    return value.strip()
 
 
 def repo_name(repo: str) -> str:
@@ -97,37 +110,50 @@ def _dest(value: Any, home: str, errors: list[str]) -> str:
 def sync_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
     """The typed request, or ok=false and every problem in one message."""
     errors: list[str] = []
-    src = str(raw.get("src") or "").strip()
-    repo = str(raw.get("repo") or "").strip()
-    version = str(raw.get("version") or "").strip()
-    delete = _bool(raw.get("delete"), "tpu_sync_delete", errors)
+    src = raw.get("src")
+    src = "" if src is None else src
+    repo = _text(raw.get("repo"), "tpu_sync_repo", REPO_ALLOWED, errors)
+    version = _text(raw.get("version"), "tpu_sync_version", VERSION_ALLOWED, errors)
+    delete, given = False, raw.get("delete")
+    if given not in (None, ""):
+        problem = boolean_problem(given, "tpu_sync_delete")
+        if problem:
+            errors.append(problem)
+        else:
+            delete = boolean(given)
     mode, name, src_path = "", "", ""
-    if src and repo:
+    if src != "" and repo:
         errors.append("give either tpu_sync_src (a local folder) or tpu_sync_repo, not both")
-    elif src:
+    elif src != "":
         mode = "folder"
-        src_path = os.path.abspath(os.path.expanduser(src))
-        name = os.path.basename(src_path.rstrip("/"))
-        if not os.path.isdir(src_path):
-            errors.append(f"tpu_sync_src is {src!r}: no such folder on this machine ({src_path})")
-        elif src_path == "/":
-            errors.append("tpu_sync_src is '/': give the folder of your project")
+        problem = local_path_problem(src, "tpu_sync_src", "folder")
+        if problem:
+            errors.append(problem)
+        else:
+            src_path = local_path(src)
+            name = os.path.basename(src_path)
     elif repo:
         mode = "git"
         name = repo_name(repo)
-        if not name or name.startswith("-") or "\n" in repo:
-            errors.append(f"tpu_sync_repo is {repo!r}: not a repository address git can clone")
+        if not name or repo.startswith("-") or name.startswith("-") or "\n" in repo:
+            errors.append(
+                f"tpu_sync_repo is {_shown(repo)}: not a repository address git can clone; "
+                + REPO_ALLOWED
+            )
     if version and mode != "git":
         errors.append("tpu_sync_version goes with tpu_sync_repo (a branch, tag or commit)")
-    if version and (version.startswith("-") or not re.match(r"^[A-Za-z0-9._/+-]+$", version)):
-        errors.append(f"tpu_sync_version is {version!r}: not a branch, tag or commit name")
+    if version and (version.startswith("-") or not VERSION_RE.match(version)):
+        errors.append(
+            f"tpu_sync_version is {_shown(version)}: not a branch, tag or commit name; "
+            + VERSION_ALLOWED
+        )
 
     dest = ""
     given = raw.get("dest")
     if given not in (None, ""):
         dest = _dest(given, home, errors)
-    elif home and mode:
-        if name and NAME_RE.match(name) and name not in (".", ".."):
+    elif home and mode and name:  # without a name, the source's own problem is said
+        if NAME_RE.match(name) and name not in (".", ".."):
             dest = posixpath.join(home, name)
         else:
             errors.append(

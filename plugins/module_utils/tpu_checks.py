@@ -15,6 +15,9 @@ the value given and what is allowed, ready for an ``assert``'s ``fail_msg`` or `
 * :func:`device_glob_problem`: a glob of TPU device files only (``/dev/accel*``,
   ``/dev/accel/*``, ``/dev/vfio/[0-9]*``), never one that matches other devices.
 * :func:`number_problem`: a number (or an int-like string, as ``-e`` gives) within bounds.
+* :func:`boolean_problem`: true or false as Ansible's ``bool`` reads them (``yes``, ``off``,
+  ``1``... as ``-e`` gives them).
+* :func:`gcp_name_problem`: a Google Cloud project ID or zone, or a list of them.
 * :data:`OPTION_LIMITS` and :func:`option_problems`: the bounds of the numeric options every TPU
   module and the inventory plugin take (timeouts, poll intervals, retries), in one table.
 
@@ -328,6 +331,11 @@ def _number(value: Any, integer: bool) -> int | float | None:
     return None
 
 
+def _bound(number: float) -> str:
+    """A bound as people write it: 2592000, not 2.592e+06; 0.05 as it is."""
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"
+
+
 def number_problem(
     value: Any,
     name: str,
@@ -338,11 +346,11 @@ def number_problem(
     """Why ``value`` is not a number (an int-like string from ``-e`` counts) in the bounds."""
     kind = "a whole number" if integer else "a number"
     if minimum is not None and maximum is not None:
-        allowed = f"{kind} from {minimum:g} to {maximum:g}"
+        allowed = f"{kind} from {_bound(minimum)} to {_bound(maximum)}"
     elif minimum is not None:
-        allowed = f"{kind} of at least {minimum:g}"
+        allowed = f"{kind} of at least {_bound(minimum)}"
     elif maximum is not None:
-        allowed = f"{kind} of at most {maximum:g}"
+        allowed = f"{kind} of at most {_bound(maximum)}"
     else:
         allowed = kind
     if isinstance(value, float) and not math.isfinite(value):
@@ -352,6 +360,52 @@ def number_problem(
         return f"{name} is {_shown(value)}: not {kind}; allowed: {allowed}."
     if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         return f"{name} is {_shown(value)}: out of range; allowed: {allowed}."
+    return ""
+
+
+BOOLEANS_ALLOWED = "true or false (yes/no, on/off, 1/0 also work)"
+
+
+def boolean_problem(value: Any, name: str) -> str:
+    """Why ``value`` is not a boolean as Ansible's ``bool`` reads it (a string from ``-e``
+    counts); ``''`` when it is."""
+    try:
+        boolean(value, strict=True)
+    except TypeError:
+        return f"{name} is {_shown(value)}: not true or false; allowed: {BOOLEANS_ALLOWED}."
+    return ""
+
+
+# Google Cloud names, as the TPU API takes them in its paths: (pattern, what it is, more words).
+GCP_NAMES = {
+    "project": (
+        re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]"),
+        "a project ID",
+        "such as my-project (6 to 30 lowercase letters, digits and hyphens, starting with a "
+        "letter, not ending with a hyphen)",
+    ),
+    "zone": (re.compile(r"[a-z]+-[a-z]+[0-9]+-[a-z]"), "a zone", "such as us-central2-b"),
+}
+
+
+def gcp_name_problem(value: Any, name: str, kind: str = "project", many: bool = False) -> str:
+    """Why ``value`` is not a project ID (``kind`` project) or a zone (``kind`` zone) for
+    ``name``; ``''`` when it is. With ``many``, a list of them or a comma-separated string (as
+    ``-e`` gives), which may be empty."""
+    pattern, what, more = GCP_NAMES[kind]
+    allowed = f"a list (or comma-separated string) of {kind}s, each {what} {more}"
+    if not many:
+        allowed, items = f"{what} {more}", [value]
+    elif isinstance(value, str):
+        items = [item.strip() for item in value.split(",") if item.strip()]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        return f"{name} is {_shown(value)}: not a list; allowed: {allowed}."
+    for item in items:
+        if not isinstance(item, str) or not pattern.fullmatch(item):
+            which = f"{_shown(item)} is not {what}" if many else f"not {what}"
+            return f"{name} is {_shown(value)}: {which}; allowed: {allowed}."
     return ""
 
 

@@ -11,6 +11,9 @@ value and says what is allowed.
 That the first play's refusal stops the whole playbook before any API call that changes a
 node is shown by running whole playbooks with one bad value each (and with --check) against
 the emulator's in-memory backend, which must see no POST, PATCH or DELETE.
+
+The day-two playbooks (run, sync, logs, status, babysit) have their table in
+test_bad_input_day_two.py.
 """
 
 from __future__ import annotations
@@ -101,15 +104,19 @@ CASES = [
     *typed("provision.yml", "tpu_provision_enable_external_ips", ["maybe"]),
     *typed("provision.yml", "tpu_provision_wait_for_ssh", ["maybe"]),
     Case("provision.yml", "tpu_provision_ssh_user", "Bad User", "Bad User"),
+    Case("provision.yml", "tpu_provision_project", "Bad Project", "Bad Project"),
+    Case("provision.yml", "tpu_provision_zone", "../x", "../x"),
     *typed("teardown.yml", "tpu_teardown_timeout", BAD_NUMBERS),
     *typed("teardown.yml", "tpu_teardown_poll_interval", BAD_INTERVALS),
     *typed("teardown.yml", "tpu_teardown_confirm", ["maybe"]),
+    Case("teardown.yml", "tpu_teardown_project", "../x", "../x"),
     *typed("recover.yml", "tpu_recover_timeout", BAD_NUMBERS),
     *typed("recover.yml", "tpu_recover_poll_interval", BAD_INTERVALS),
     *typed("recover.yml", "tpu_recover_ssh_timeout", BAD_NUMBERS),
     *typed("recover.yml", "tpu_recover_pull_timeout", BAD_NUMBERS),
     *typed("recover.yml", "tpu_recover_force", ["maybe"]),
     Case("recover.yml", "tpu_recover_nodes", "Pod A", "Pod A"),
+    Case("recover.yml", "tpu_recover_zone", "nowhere", "nowhere"),
     Case("firewall.yml", "tpu_firewall_source_ranges", ["0.0.0.0/0"], "0.0.0.0/0"),
     Case("firewall.yml", "tpu_firewall_source_ranges", ["0.0.0.0/1", "128.0.0.0/1"], "/1"),
     Case("firewall.yml", "tpu_firewall_source_ranges", ["::/0"], "::/0"),

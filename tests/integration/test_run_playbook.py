@@ -55,7 +55,7 @@ def test_bad_requests_are_refused_before_anything_starts(pod: Pod) -> None:
         ([], ["nothing to run: give cmd or tpu_run_script"]),
         (
             ["-e", "cmd=hostname", "-e", "tpu_run_timeout=soon", "-e", "tpu_run_detach=maybe"],
-            ['tpu_run_timeout is "soon"', "tpu_run_detach is 'maybe'"],
+            ['tpu_run_timeout is "soon"', 'tpu_run_detach is "maybe"'],
         ),
     ]
     for args, messages in cases:

@@ -16,6 +16,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     OPTION_LIMITS,
     address_problem,
     device_glob_problem,
+    gcp_name_problem,
     network_problem,
     number_problem,
     option_problems,
@@ -379,6 +380,7 @@ def test_filters_are_the_checks() -> None:
         "address_problem": address_problem,
         "number_problem": number_problem,
         "device_glob_problem": device_glob_problem,
+        "gcp_name_problem": gcp_name_problem,
     }
 
 

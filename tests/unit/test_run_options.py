@@ -54,10 +54,10 @@ def test_strings_from_the_command_line_are_typed(raw, field, expected):
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"detach": "maybe"}, "tpu_run_detach is 'maybe'"),
+        ({"detach": "maybe"}, 'tpu_run_detach is "maybe"'),
         ({"timeout": "soon"}, "tpu_run_timeout is"),
         ({"timeout": "0"}, "tpu_run_timeout is"),
-        ({"timeout": True}, "tpu_run_timeout is True"),
+        ({"timeout": True}, "tpu_run_timeout is true: not a whole number"),
         ({"tail": "-1"}, "tpu_run_tail is"),
         ({"start_delay": "1.5"}, "tpu_run_start_delay is"),
         ({"workdir": "../etc"}, "tpu_run_workdir is '../etc'"),
@@ -210,7 +210,7 @@ def test_pick_a_named_run_into_a_named_folder():
     [
         ([[], []], "", "no run found on the workers"),
         ([["notes"]], "", "no run found on the workers"),
-        (RUNS, "../../etc", "a run id looks like"),
+        (RUNS, "../../etc", 'tpu_logs_run is "../../etc": not a run id'),
         (RUNS, "20261124T000000Z-ffff", "is not on any of these workers"),
     ],
 )

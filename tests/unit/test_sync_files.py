@@ -156,7 +156,7 @@ def test_allowed_destinations(dest, needs_root):
         ({"src": "/tmp", "repo": "r.git"}, "not both"),
         ({"src": "/tmp", "version": "main"}, "tpu_sync_version goes with tpu_sync_repo"),
         ({"repo": "r.git", "version": "--upload-pack=x"}, "not a branch, tag or commit"),
-        ({"repo": "r.git", "delete": "perhaps"}, "tpu_sync_delete is 'perhaps'"),
+        ({"repo": "r.git", "delete": "perhaps"}, 'tpu_sync_delete is "perhaps"'),
     ],
 )
 def test_refusals_name_the_variable(raw, message):
