@@ -27,6 +27,9 @@ from tests.role_runner import BIN, ansible_env
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / "roles" / "libtpu" / "files" / "tpu-unlock"
+# The package the command runs, where the libtpu role installs it.
+PACKAGE = REPO / "roles" / "libtpu" / "files" / "tpu_unlock"
+LIB = "/usr/local/lib/cloudtpu/tpu_unlock"
 IMAGE = "cloudtpu-pod-worker:current"
 # The fake device folder stands in for /dev (--dev-root: device globs must lie in it).
 DEV_ROOT = "/srv/fake-dev"
@@ -103,8 +106,13 @@ def box() -> Iterator[Box]:
     )
     started = time.monotonic()
     try:
-        subprocess.run(["docker", "cp", str(TOOL), f"{name}:/usr/local/bin/tpu-unlock"], check=True)
         found = Box(name)
+        found.sh(f"mkdir -p -m 0755 {LIB}")
+        # As the role installs them: the package's files, then the command.
+        for source in sorted(PACKAGE.glob("*.py")):
+            subprocess.run(["docker", "cp", str(source), f"{name}:{LIB}/"], check=True)
+        subprocess.run(["docker", "cp", str(TOOL), f"{name}:/usr/local/bin/tpu-unlock"], check=True)
+        found.sh(f"chown -R root:root {LIB} /usr/local/bin/tpu-unlock && chmod 0644 {LIB}/*.py")
         found.sh("chmod 0755 /usr/local/bin/tpu-unlock && useradd -m mallory")
         found.sh("mkdir -m 0755 /srv/fake-dev && : > /srv/fake-dev/accel0")
         # Stand-ins for sshd, journald and dbus (root) and for a shell of mallory: /dev/null held.

@@ -1,14 +1,13 @@
-"""tpu-unlock (roles/libtpu/files/tpu-unlock) against real child processes and fake devices.
+"""tpu-unlock (roles/libtpu/files: the entry script tpu-unlock and its package tpu_unlock) against
+real child processes and fake devices.
 
 Every test points the tool at its own temporary device files, lock files and log folder, so
-nothing outside the test's folder is touched. The processes holding a "device" are real
-children of the test; the tool finds them through the real /proc.
+nothing outside the test's folder is touched (tests/tpu_unlock_harness.py). The processes
+holding a "device" are real children of the test; the tool finds them through the real /proc.
 """
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import pwd
@@ -17,20 +16,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[2] / "roles" / "libtpu" / "files" / "tpu-unlock"
-
-HOLD = """
-import signal, sys, time
-if sys.argv[2] == "ignore-term":
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-handle = open(sys.argv[1], "rb")
-print("holding", flush=True)
-time.sleep(120)
-"""
+from tests.tpu_unlock_harness import PROGRAM, Pod, cli, holders
 
 JSON_KEYS = {
     "changed",
@@ -46,95 +35,6 @@ JSON_KEYS = {
     "removed",
     "unreadable",
 }
-
-
-def load_tool() -> ModuleType:
-    loader = importlib.machinery.SourceFileLoader("tpu_unlock", str(TOOL))
-    spec = importlib.util.spec_from_loader("tpu_unlock", loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tpu_unlock"] = module  # dataclasses look their module up there
-    loader.exec_module(module)
-    return module
-
-
-tpu_unlock = load_tool()
-
-
-class Pod:
-    """A fake TPU host in a temporary folder: device files, lock files, a log folder."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        (root / "dev").mkdir()
-        self.devices = [root / "dev" / "accel0", root / "dev" / "accel1"]
-        for device in self.devices:
-            device.write_bytes(b"")
-        self.locks = [root / "libtpu_lockfile", root / "libtpu.so_lockfile"]
-        self.log_dir = root / "tpu_logs"
-        self.children: list[subprocess.Popen[str]] = []
-
-    def stale(self) -> None:
-        """What a crashed libtpu program leaves behind."""
-        self.locks[0].write_text("")
-        self.log_dir.mkdir(exist_ok=True)
-        (self.log_dir / "tpu_driver.INFO").write_text("log\n")
-
-    def args(self, *extra: str) -> list[str]:
-        dev = self.root / "dev"
-        args = ["--dev-root", str(dev), "--device-glob", str(dev / "accel*")]
-        args += ["--log-dir", str(self.log_dir)]
-        args += ["--tmp-dir", str(self.root)]
-        for lock in self.locks:
-            args += ["--lock", str(lock)]
-        return [*args, *extra]
-
-    def hold(
-        self, path: Path | None = None, *, ignore_term: bool = False, user: str | None = None
-    ) -> subprocess.Popen[str]:
-        """Start a real process that keeps `path` (default: the first device) open.
-
-        A process of another user is `sleep`, given the file opened here as an inherited
-        descriptor: that user needs no access to the test's folder or to this Python.
-        """
-        target = path or self.devices[0]
-        mode = "ignore-term" if ignore_term else "-"
-        if user is None:
-            argv = [sys.executable, "-c", HOLD, str(target), mode]
-            child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-        else:
-            fd = os.open(target, os.O_RDONLY)
-            try:
-                child = subprocess.Popen(["sleep", "120"], user=user, pass_fds=[fd], cwd="/")
-            finally:
-                os.close(fd)
-            self.children.append(child)
-            return child
-        self.children.append(child)
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "holding", "the holder did not start"
-        return child
-
-    def run(self, *extra: str) -> subprocess.CompletedProcess[str]:
-        """Run the tool as a program, as the role and people do."""
-        return subprocess.run(
-            [sys.executable, str(TOOL), *self.args(*extra)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-
-    def run_json(self, *extra: str) -> tuple[int, dict]:
-        result = self.run("--json", *extra)
-        assert result.stdout.strip(), f"no JSON on stdout; stderr: {result.stderr}"
-        return result.returncode, json.loads(result.stdout)
-
-    def cleanup(self) -> None:
-        for child in self.children:
-            if child.poll() is None:
-                child.kill()
-            child.wait(timeout=10)
 
 
 @pytest.fixture
@@ -316,7 +216,7 @@ def test_paths_from_the_environment(pod: Pod) -> None:
         TPU_UNLOCK_TMP_DIR=str(pod.root),
     )
     result = subprocess.run(
-        [sys.executable, str(TOOL), "--json"],
+        [*PROGRAM, "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -362,8 +262,8 @@ def test_unreadable_processes_keep_the_lock(
             raise PermissionError(13, "Permission denied", path)
         return real_listdir(path)
 
-    monkeypatch.setattr(tpu_unlock.os, "listdir", listdir)
-    code = tpu_unlock.main(pod.args("--json"))
+    monkeypatch.setattr(holders.os, "listdir", listdir)
+    code = cli.main(pod.args("--json"))
     out = json.loads(capsys.readouterr().out)
     assert code == 4, out
     assert out["unreadable"] and out["removed"] == [], out
@@ -383,8 +283,8 @@ def test_unreadable_descriptor_links_keep_the_lock(
             raise PermissionError(13, "Permission denied", path)
         return real_stat(path, *args, **kwargs)
 
-    monkeypatch.setattr(tpu_unlock.os, "stat", fake_stat)
-    code = tpu_unlock.main(pod.args("--json"))
+    monkeypatch.setattr(holders.os, "stat", fake_stat)
+    code = cli.main(pod.args("--json"))
     out = json.loads(capsys.readouterr().out)
     assert code == 4, out
     assert child.pid in out["unreadable"] and out["removed"] == [], out

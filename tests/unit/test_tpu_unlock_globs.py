@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from ansible_collections.cloudtpu.pod.plugins.module_utils import tpu_checks
 
-from tests.unit.test_tpu_unlock import TOOL, Pod, tpu_unlock
+from tests.tpu_unlock_harness import PROGRAM, Pod, cli, tpu_unlock
 
 
 @pytest.fixture
@@ -37,7 +36,7 @@ ACCEPTED = ["/dev/accel*", "/dev/accel[0-9]*", "/dev/accel/*", "/dev/vfio/[0-9]*
 @pytest.mark.parametrize("pattern", REFUSED)
 def test_a_non_tpu_glob_is_a_usage_error(pattern: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
-        tpu_unlock.parse_args(["--device-glob", pattern, "--kill"])
+        cli.parse_args(["--device-glob", pattern, "--kill"])
     assert exit_.value.code == tpu_unlock.EXIT_USAGE
     err = capsys.readouterr().err
     assert f"--device-glob {pattern}: not a TPU device pattern" in err, err
@@ -46,7 +45,7 @@ def test_a_non_tpu_glob_is_a_usage_error(pattern: str, capsys: pytest.CaptureFix
 
 @pytest.mark.parametrize("pattern", ACCEPTED)
 def test_tpu_globs_are_accepted(pattern: str) -> None:
-    assert tpu_unlock.parse_args(["--device-glob", pattern]).device_globs == [pattern]
+    assert cli.parse_args(["--device-glob", pattern]).device_globs == [pattern]
 
 
 def test_a_non_tpu_glob_signals_nothing(pod: Pod) -> None:
@@ -66,7 +65,7 @@ def test_a_non_tpu_glob_signals_nothing(pod: Pod) -> None:
 def test_a_non_tpu_glob_from_the_environment_is_refused(pod: Pod) -> None:
     env = dict(os.environ, TPU_UNLOCK_DEVICE_GLOB="/dev/*")
     result = subprocess.run(
-        [sys.executable, str(TOOL), "--json", "--kill"],
+        [*PROGRAM, "--json", "--kill"],
         capture_output=True,
         text=True,
         env=env,

@@ -3,7 +3,7 @@
 /tmp is writable by everyone: a symbolic link, fifo or hard link at a lock file's name, a file
 swapped between the check and the removal, a device folder anyone can write must never make the
 tool signal an unrelated process or remove anything outside its own lock files. The fake pod of
-test_tpu_unlock.py gives every test its own device folder, lock folder and log folder.
+tests/tpu_unlock_harness.py gives every test its own device folder, lock folder and log folder.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_tpu_unlock import Pod, tpu_unlock
+from tests.tpu_unlock_harness import Pod, cli, holders, lockfolder, tpu_unlock
 
 
 @pytest.fixture
@@ -218,7 +218,7 @@ def swap(path: Path, target: Path) -> None:
 
 
 def run_in_process(pod: Pod, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:
-    code = tpu_unlock.main(pod.args("--json", *extra))
+    code = cli.main(pod.args("--json", *extra))
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -228,7 +228,7 @@ def test_file_swapped_between_check_and_open(
     precious = tmp_path / "precious"
     precious.write_text("keep\n")
     pod.stale()
-    real = tpu_unlock.find_holders
+    real = cli.find_holders
 
     def find_then_swap(*args: object, **kwargs: object) -> object:
         result = real(*args, **kwargs)
@@ -236,7 +236,7 @@ def test_file_swapped_between_check_and_open(
             swap(pod.locks[0], precious)
         return result
 
-    monkeypatch.setattr(tpu_unlock, "find_holders", find_then_swap)
+    monkeypatch.setattr(cli, "find_holders", find_then_swap)
     code, out = run_in_process(pod, capsys)
     assert code == 5, out
     assert reasons(out, pod.locks[0]) == ["was replaced since it was checked; left alone"], out
@@ -254,7 +254,7 @@ def test_file_swapped_just_before_unlink(
         if path == str(pod.locks[0]):
             swap(pod.locks[0], precious)
 
-    monkeypatch.setattr(tpu_unlock, "before_unlink", swap_lock)
+    monkeypatch.setattr(lockfolder, "before_unlink", swap_lock)
     code, out = run_in_process(pod, capsys)
     assert code == 5, out
     assert reasons(out, pod.locks[0]) == ["was replaced just before removal; left alone"], out
@@ -299,7 +299,7 @@ LOOK = [
 
 @pytest.mark.parametrize(("target", "looked_at"), LOOK, ids=[t for t, _ in LOOK])
 def test_only_files_in_dev_or_watched_folders_are_stat_ed(target: str, looked_at: bool) -> None:
-    assert tpu_unlock.worth_a_look(target, {"/tmp"}) is looked_at
+    assert holders.worth_a_look(target, {"/tmp"}) is looked_at
 
 
 def test_a_file_on_a_slow_mount_is_never_stat_ed(
@@ -317,7 +317,7 @@ def test_a_file_on_a_slow_mount_is_never_stat_ed(
             raise AssertionError("stat() on a file of a possibly hanging mount")
         return real_stat(path, *args, **kwargs)
 
-    monkeypatch.setattr(tpu_unlock.os, "stat", fake_stat)
+    monkeypatch.setattr(holders.os, "stat", fake_stat)
     code, out = run_in_process(pod, capsys)
     assert code == 0 and out["holders"] == [], out
 

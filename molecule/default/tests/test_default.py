@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 import pytest
 from conftest import (
@@ -13,11 +15,19 @@ from conftest import (
     LOGS,
     MARKER,
     PRELOADS,
+    changed_count,
+    changed_tasks,
+    converge,
     login,
 )
 
 # Without --device-glob tpu-unlock watches /dev/accel* and /dev/vfio/[0-9]*.
 UNLOCK = "tpu-unlock --json"
+# The package tpu-unlock runs, in the role's files and where the role installs it.
+PACKAGE = Path(__file__).resolve().parents[3] / "roles" / "libtpu" / "files" / "tpu_unlock"
+PACKAGE_DIR = "/usr/local/lib/cloudtpu/tpu_unlock"
+TPU_UNLOCK_RECORD = "/var/lib/cloudtpu/state/libtpu.json"
+PACKAGE_FILES = sorted(path.name for path in PACKAGE.glob("*.py"))
 
 
 # --- tcmalloc: mode disable -------------------------------------------------------------------
@@ -78,6 +88,15 @@ def test_venv_activate_has_no_preload(host) -> None:
 def test_tpu_unlock_is_installed(host) -> None:
     tool = host.file("/usr/local/bin/tpu-unlock")
     assert tool.exists and tool.user == "root" and tool.mode == 0o755, (tool.user, oct(tool.mode))
+    # its package: root's alone, as the tool runs as root
+    for folder in (PACKAGE_DIR.rsplit("/", 1)[0], PACKAGE_DIR):
+        found = host.file(folder)
+        assert found.is_directory and (found.user, found.group) == ("root", "root"), folder
+        assert found.mode == 0o755, (folder, oct(found.mode))
+    for name in PACKAGE_FILES:
+        part = host.file(f"{PACKAGE_DIR}/{name}")
+        assert (part.user, part.group, part.mode) == ("root", "root", 0o644), (name, oct(part.mode))
+        assert part.sha256sum == hashlib.sha256((PACKAGE / name).read_bytes()).hexdigest(), name
 
 
 @pytest.mark.parametrize("path", [LOCK, LOGS])
@@ -106,6 +125,38 @@ def test_tpu_unlock_kill_ends_the_holder_then_removes_the_lock(host, device_hold
     assert LOCK in out["removed"], out
     assert not host.file(LOCK).exists
     assert host.run(f"kill -0 {device_holder}").rc != 0, "the holder is still alive"
+
+
+def _installed_again(result) -> bool:
+    """The include of libtpu's install ran: the worker differed from the record."""
+    lines = result.stdout.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("TASK [cloudtpu.pod.libtpu : Install tpu-unlock where"):
+            return not any(later.startswith("skipping:") for later in lines[index + 1 : index + 4])
+    raise AssertionError(f"no install include in:\n{result.stdout[-3000:]}")
+
+
+def test_the_record_names_every_part_of_tpu_unlock(host) -> None:
+    record = json.loads(host.run_test(f"cat {TPU_UNLOCK_RECORD}").stdout)
+    parts = {f"{PACKAGE_DIR}/{name}" for name in PACKAGE_FILES}
+    assert parts | {PACKAGE_DIR, "/usr/local/bin/tpu-unlock"} <= set(record["paths"]), record
+    assert record["paths"][f"{PACKAGE_DIR}/cli.py"]["kind"] == "file", record
+
+
+def test_a_changed_or_missing_part_of_tpu_unlock_is_reinstalled(host) -> None:
+    host.run_test(f"rm {PACKAGE_DIR}/holders.py && echo '# edited' >> {PACKAGE_DIR}/cli.py")
+    host.run_test(f"chmod 0777 {PACKAGE_DIR}")
+    repaired = converge("libtpu")
+    assert _installed_again(repaired)
+    assert "Install tpu-unlock in" in "\n".join(changed_tasks(repaired)), changed_tasks(repaired)
+    for name in ("holders.py", "cli.py"):
+        part = host.file(f"{PACKAGE_DIR}/{name}")
+        assert part.sha256sum == hashlib.sha256((PACKAGE / name).read_bytes()).hexdigest(), name
+    assert host.file(PACKAGE_DIR).mode == 0o755
+    assert host.run(UNLOCK).rc == 0
+    again = converge("libtpu")
+    assert changed_count(again) == 0, changed_tasks(again)
+    assert not _installed_again(again)
 
 
 # --- base -------------------------------------------------------------------------------------
