@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The value checks of module_utils/tpu_checks.py as filters: path_problem, network_problem,
 address_problem, number_problem, device_glob_problem, gcp_name_problem. Each returns '' when the
-value is fine, else a message that names the variable, the value and what is allowed, for an
-assert (documentation: path_problem.yml and its siblings).
+value is fine, else a message that names the variable, the value and what is allowed, for a
+Check task to fail with (documentation: path_problem.yml and its siblings).
 """
 
 from __future__ import annotations
