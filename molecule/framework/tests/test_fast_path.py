@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import changed, tasks
 
 USER = "tpu"
 PYTHON = os.environ.get("CLOUDTPU_TEST_PYTHON") or "3.10"
@@ -45,28 +46,6 @@ def converge(*options: str) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     return result
-
-
-STATUS = re.compile(r"^(ok|changed|skipping):")
-
-
-def tasks(result: subprocess.CompletedProcess[str], role: str) -> list[tuple[str, str]]:
-    """(task name, first status: ok, changed, skipping) of each task of `role`, in order."""
-    found: list[tuple[str, str]] = []
-    lines = result.stdout.splitlines()
-    for index, line in enumerate(lines):
-        header = re.match(rf"TASK \[cloudtpu\.pod\.{role} : (.*)\] \*", line)
-        if header:
-            after = [STATUS.match(later) for later in lines[index + 1 : index + 6]]
-            status = next((match.group(1) for match in after if match), "")
-            found.append((header.group(1), status))
-    return found
-
-
-def changed(result: subprocess.CompletedProcess[str]) -> int:
-    match = re.search(r"changed=(\d+)", result.stdout.split("PLAY RECAP")[-1])
-    assert match, result.stdout[-2000:]
-    return int(match.group(1))
 
 
 def fast(result: subprocess.CompletedProcess[str], role: str) -> bool:

@@ -17,11 +17,11 @@ Runs after test_framework.py (file order) and leaves the worker converged again:
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import changed, tasks
 
 UV_DIR = "/opt/cloudtpu/uv"
 MARKER = f"{UV_DIR}/.cloudtpu-tool-venv"
@@ -52,30 +52,8 @@ def python_role(*options: str, ok: bool = True) -> subprocess.CompletedProcess[s
     return result
 
 
-STATUS = re.compile(r"^(ok|changed|skipping|fatal):")
-
-
-def tasks(result: subprocess.CompletedProcess[str]) -> list[tuple[str, str]]:
-    """(task name, first status) of each task of the python role, in order."""
-    found: list[tuple[str, str]] = []
-    lines = result.stdout.splitlines()
-    for index, line in enumerate(lines):
-        header = re.match(r"TASK \[cloudtpu\.pod\.python : (.*)\] \*", line)
-        if header:
-            after = [STATUS.match(later) for later in lines[index + 1 : index + 6]]
-            status = next((match.group(1) for match in after if match), "")
-            found.append((header.group(1), status))
-    return found
-
-
-def changed(result: subprocess.CompletedProcess[str]) -> int:
-    match = re.search(r"changed=(\d+)", result.stdout.split("PLAY RECAP")[-1])
-    assert match, result.stdout[-2000:]
-    return int(match.group(1))
-
-
 def assert_fast(result: subprocess.CompletedProcess[str]) -> None:
-    seen = tasks(result)
+    seen = tasks(result, "python")
     assert changed(result) == 0, result.stdout[-4000:]
     assert len(seen) == 3 and (INCLUDE, "skipping") in seen, seen
 
@@ -122,7 +100,8 @@ def test_a_tool_venv_made_before_the_marker_is_taken_over(host) -> None:
     host.run_test(f"rm {MARKER}")
     result = python_role()
     assert "is broken" not in result.stdout, result.stdout[-4000:]
-    assert ("Create or rebuild the tool venv for uv " + UV_DIR, "changed") in tasks(result)
+    made = ("Create or rebuild the tool venv for uv " + UV_DIR, "changed")
+    assert made in tasks(result, "python")
     assert host.file(MARKER).exists
     assert host.file(f"{UV_DIR}/bin/uv").sha256sum == uv_before
     assert host.file(f"{UV_DIR}/bin/python").linked_to == python_before
@@ -147,7 +126,7 @@ def test_a_folder_that_is_not_the_roles_tool_venv_is_refused_untouched(host, kin
         message = f'tpu_python_uv_dir is "{other}": {reason}; allowed: a folder that does not'
         assert message in out, out[-4000:]
         assert "set tpu_python_uv_dir to another path" in out, out[-4000:]
-        assert not any(name.startswith("Create or rebuild") for name, _ in tasks(result))
+        assert not any(name.startswith("Create or rebuild") for name, _ in tasks(result, "python"))
         assert host.check_output(listing) == before
     finally:
         host.run_test(f"rm -rf {other}")

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import changed
 
 USER = "tpu"
 PYTHON = os.environ.get("CLOUDTPU_TEST_PYTHON") or "3.10"
@@ -35,12 +36,6 @@ def converge() -> subprocess.CompletedProcess[str]:
     ]
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, check=False)
-
-
-def changed(result: subprocess.CompletedProcess[str]) -> int:
-    match = re.search(r"changed=(\d+)", result.stdout.split("PLAY RECAP")[-1])
-    assert match, result.stdout[-2000:]
-    return int(match.group(1))
 
 
 def runs_with_pip(host) -> subprocess.CompletedProcess[str]:
