@@ -28,4 +28,6 @@ install_tools() {
   local out
   out=$(apt-get update -qq 2>&1 && apt-get install -y -qq "${missing[@]}" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
 }
-retry 3 15 "installing ${missing[*]}" install_tools
+# Not fatal: without rsync sync.yml sends a tar archive, and the rsync tests skip, saying why.
+retry 3 15 "installing ${missing[*]}" install_tools ||
+  log "could not install ${missing[*]}; the tests of sync.yml's rsync path skip"
