@@ -26,7 +26,10 @@ spec.loader.exec_module(venv_create)
 def make(venv: Path, clear: str = "", uv: str = "") -> str:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT.read_text(), str(venv), clear, uv],
-        capture_output=True, text=True, check=True, timeout=300,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
     return done.stdout.strip()
 
@@ -37,8 +40,13 @@ def dists(venv: Path) -> list[str]:
 
 
 def pip_version(venv: Path) -> str:
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--version"],
-                          capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return done.stdout.split()[1]
 
 
@@ -51,7 +59,8 @@ def test_ensurepip_wheels_are_files_of_the_running_python() -> None:
 @pytest.mark.skipif(UV is None, reason="no uv binary next to the test's Python or on PATH")
 def test_uv_gives_what_ensurepip_gives(tmp_path: Path) -> None:
     by_uv, by_venv = tmp_path / "uv", tmp_path / "ensurepip"
-    assert make(by_uv, uv=UV).startswith("venv made without pip; uv installed ensurepip's wheels: pip-")
+    said = make(by_uv, uv=UV)
+    assert said.startswith("venv made without pip; uv installed ensurepip's wheels: pip-"), said
     assert make(by_venv) == "venv made with python -m venv (ensurepip)"
     assert dists(by_uv) == dists(by_venv)
     assert pip_version(by_uv) == pip_version(by_venv)

@@ -41,7 +41,8 @@ DECOYS = {
 
 def run_playbook() -> subprocess.CompletedProcess[str]:
     scenario = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
-    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], str(scenario / "apt_hang.yml")]
+    inventory = os.environ["MOLECULE_INVENTORY_FILE"]
+    cmd = ["ansible-playbook", "-i", inventory, str(scenario / "apt_hang.yml")]
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
 
@@ -74,7 +75,8 @@ def stall(host):
 
 
 def with_stalled_source(host, once: bool) -> subprocess.CompletedProcess[str]:
-    host.run_test(f"echo 'deb [trusted=yes] cloudtpu-stall://stall.invalid/ bookworm main' > {SOURCE}")
+    line = "deb [trusted=yes] cloudtpu-stall://stall.invalid/ bookworm main"
+    host.run_test(f"echo '{line}' > {SOURCE}")
     host.run_test(f"{'touch' if once else 'rm -f'} {ONCE}")
     host.run(f"apt-get purge -y {PACKAGE}")
     return run_playbook()

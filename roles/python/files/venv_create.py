@@ -43,13 +43,14 @@ def main(argv):
     base = [sys.executable, "-m", "venv"] + (["--clear"] if clear else [])
     wheels = ensurepip_wheels() if uv else []
     if not wheels:
-        subprocess.run(base + [venv], check=True)
+        subprocess.run([*base, venv], check=True)
         print("venv made with python -m venv (ensurepip)")
         return 0
-    subprocess.run(base + ["--without-pip", venv], check=True)
+    subprocess.run([*base, "--without-pip", venv], check=True)
     python = os.path.join(venv, "bin", "python")
+    options = ["--quiet", "--offline", "--no-cache", "--no-deps", "--python", python]
     subprocess.run(
-        [uv, "pip", "install", "--quiet", "--offline", "--no-cache", "--no-deps", "--python", python] + wheels,
+        [uv, "pip", "install", *options, *wheels],
         check=True,
         env=dict(os.environ, UV_NO_PROGRESS="1"),
     )
