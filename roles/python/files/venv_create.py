@@ -21,19 +21,26 @@ import sys
 
 
 def ensurepip_wheels():
-    """The wheel files ensurepip would install, or [] when they cannot be told."""
+    """The wheel files ensurepip would install, or [] when they cannot be told.
+
+    Python 3.10 to 3.12 list them with ensurepip._get_packages() (pip, and setuptools before
+    3.12); 3.13 names its one pip wheel with ensurepip._get_pip_whl_path_ctx().
+    """
     try:
         import ensurepip
 
-        packages = ensurepip._get_packages()
-        bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")
-        wheels = []
-        for package in packages.values():
-            path = package.wheel_path or os.path.join(bundled, package.wheel_name or "")
-            if not path.endswith(".whl") or not os.path.isfile(path):
-                return []
-            wheels.append(path)
-        return sorted(wheels)
+        if hasattr(ensurepip, "_get_packages"):
+            bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")
+            paths = [
+                package.wheel_path or os.path.join(bundled, package.wheel_name or "")
+                for package in ensurepip._get_packages().values()
+            ]
+        else:
+            with ensurepip._get_pip_whl_path_ctx() as path:
+                paths = [str(path)]
+        if not paths or not all(p.endswith(".whl") and os.path.isfile(p) for p in paths):
+            return []
+        return sorted(paths)
     except Exception:  # noqa: BLE001 - any surprise means: let ensurepip do it
         return []
 
