@@ -11,10 +11,15 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
+import json
+import os
+import pwd
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -232,3 +237,106 @@ def test_fetch_names_a_missing_file(server: tuple[str, Path], tmp_path_factory) 
         cache.ManifestError, match=re.escape("gone-1.0-py3-none-any.whl: HTTP Error 404")
     ):
         cache.fetch(base, entries, tmp_path_factory.mktemp("worker"))
+
+
+# A worker's one-call part. As root (CI, the workers) the copy runs as `nobody`, in a folder the
+# unprivileged child can reach; as another user, as that user (no change of user to test).
+@pytest.fixture
+def worker_folder() -> Iterator[tuple[Path, str, int]]:
+    if os.geteuid() == 0:
+        owner = "nobody"
+    else:
+        owner = pwd.getpwuid(os.geteuid()).pw_name
+    base = Path(tempfile.mkdtemp(prefix="wheel-cache-worker-"))
+    base.chmod(0o755)
+    try:
+        yield base / "cache" / "wheels-of-the-pod", owner, pwd.getpwnam(owner).pw_uid
+    finally:
+        shutil.rmtree(base)
+
+
+def run_tool(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, check=False
+    )
+
+
+def receive_argv(base: str, folder: Path, owner: str, described: dict) -> list[str]:
+    group = str(pwd.getpwnam(owner).pw_gid)
+    return [
+        "receive", f"--url={base}", f"--manifest-json={json.dumps(described)}",
+        f"--owner={owner}", f"--group={group}", str(folder),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("server", [["127.0.0.1"]], indirect=True)
+def test_receive_remakes_the_folder_and_copies_as_the_owner(
+    server: tuple[str, Path], worker_folder: tuple[Path, str, int]
+) -> None:
+    base, served = server
+    folder, owner, uid = worker_folder
+    described = cache.manifest(served)
+    # Leftovers of an interrupted run, and a link to a file outside that must not be followed.
+    outside = folder.parent.parent / "outside.txt"
+    outside.write_text("keep me")
+    (folder / "wheels").mkdir(parents=True)
+    (folder / "wheels" / "stale-0.1-py3-none-any.whl").write_text("old")
+    (folder / "wheels" / "link.whl").symlink_to(outside)
+    result = run_tool(*receive_argv(base, folder, owner, described))
+    assert result.returncode == 0, result.stderr
+    entry = described["files"][0]
+    assert json.loads(result.stdout) == {"files": 1, "bytes": entry["size"]}
+    assert sorted(p.name for p in (folder / "wheels").iterdir()) == [entry["file"]]
+    copied = folder / "wheels" / entry["file"]
+    assert hashlib.sha256(copied.read_bytes()).hexdigest() == entry["sha256"]
+    assert copied.stat().st_uid == uid and (folder / "wheels").stat().st_uid == uid
+    assert (folder / "requirements.txt").read_text() == described["requirements"]
+    assert json.loads((folder / "manifest.json").read_text()) == described
+    assert (folder / "requirements.txt").stat().st_uid == uid
+    assert folder.stat().st_uid == os.geteuid(), "the folder itself stays the caller's (root's)"
+    assert outside.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("server", [["127.0.0.1"]], indirect=True)
+def test_receive_fails_on_changed_bytes_and_keeps_no_copy(
+    server: tuple[str, Path], worker_folder: tuple[Path, str, int]
+) -> None:
+    base, served = server
+    folder, owner, _ = worker_folder
+    described = cache.manifest(served)
+    make_wheel(served, "demo", "1.0", body="VALUE = 'changed on the server'\n")
+    result = run_tool(*receive_argv(base, folder, owner, described))
+    assert result.returncode == 1, result.stdout
+    assert "demo-1.0-py3-none-any.whl: got" in result.stderr, result.stderr
+    assert list((folder / "wheels").iterdir()) == []
+
+
+def test_receive_refuses_a_folder_reached_through_a_symlink(
+    worker_folder: tuple[Path, str, int],
+) -> None:
+    folder, owner, _ = worker_folder
+    target = folder.parent / "elsewhere"
+    target.mkdir(parents=True)
+    (target / "precious.txt").write_text("keep me")
+    link = folder.parent / "link"
+    link.symlink_to(target)
+    described = {"files": [], "requirements": ""}
+    result = run_tool(*receive_argv("http://127.0.0.1:9", link, owner, described))
+    assert result.returncode == 1 and "free of symlinks" in result.stderr, result.stderr
+    assert [p.name for p in target.iterdir()] == ["precious.txt"]
+
+
+def test_prepare_puts_the_tool_in_the_folder(worker_folder: tuple[Path, str, int]) -> None:
+    folder, owner, uid = worker_folder
+    group = str(pwd.getpwnam(owner).pw_gid)
+    result = run_tool("prepare", "--with-tool", f"--owner={owner}", f"--group={group}", str(folder))
+    assert result.returncode == 0, result.stderr
+    assert (folder / "wheel_cache.py").read_bytes() == SCRIPT.read_bytes()
+    assert list((folder / "wheels").iterdir()) == [] and (folder / "wheels").stat().st_uid == uid
+
+
+def test_an_unknown_owner_is_named(worker_folder: tuple[Path, str, int]) -> None:
+    folder, _, _ = worker_folder
+    result = run_tool("prepare", "--owner=no-such-user-here", "--group=0", str(folder))
+    assert result.returncode == 1 and "no-such-user-here" in result.stderr, result.stderr
+    assert not folder.exists()

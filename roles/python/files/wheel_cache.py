@@ -1,17 +1,28 @@
 """The pod's wheel cache (cloudtpu.pod.python tasks/pod_wheels.yml: uv, and the framework's wheels).
 
-Two commands, both with the standard library only:
+Four commands, all with the standard library only. FOLDER is the pod's wheel folder (a folder
+of root's: FOLDER/wheels holds the distributions and belongs to --owner, FOLDER/requirements.txt
+and FOLDER/manifest.json are written next to it):
 
-    wheel_cache.py manifest DIR
+    wheel_cache.py prepare --owner USER --group GROUP [--with-tool] FOLDER
+        Empties FOLDER and makes it again (refusing a FOLDER reached through a symlink), with
+        FOLDER/wheels for the download; --with-tool copies this program to FOLDER/wheel_cache.py
+        for the server. Run on the coordinator before ``pip download``.
+
+    wheel_cache.py manifest [--write FOLDER --owner USER --group GROUP] DIR
         Reads every distribution file in DIR (what one ``pip download`` saved there) and prints
         JSON: {"files": [{"file", "name", "version", "sha256", "size"}], "requirements": TEXT}.
         TEXT is a requirements file with one ``name==version --hash=sha256:...`` line per
-        distribution, for ``pip install --require-hashes`` (uv reads the same file).
+        distribution, for ``pip install --require-hashes`` (uv reads the same file). --write also
+        writes TEXT and the JSON to FOLDER/requirements.txt and FOLDER/manifest.json.
 
-    wheel_cache.py fetch --url http://ADDR:PORT --manifest FILE DIR
-        Copies every file the manifest (the JSON above) lists from the server into DIR, checking
-        each one's sha256 and size while it streams; a file that differs is removed and the
-        command fails naming it. No proxy is used: the server is inside the pod.
+    wheel_cache.py receive --url URL --manifest-json JSON --owner USER --group GROUP FOLDER
+        A worker's whole part, in one call: prepares FOLDER, writes the manifest (the JSON of
+        ``manifest``, as the coordinator printed it) and its requirements file, then, as --owner,
+        copies every file the manifest lists from the server into FOLDER/wheels, checking each
+        one's sha256 and size while it streams; a file that differs is removed and the command
+        fails naming it. URL is http://ADDR:PORT, the server inside the pod (no proxy is used).
+        Prints {"files", "bytes"}.
 
     wheel_cache.py serve --bind ADDR --port N --allow ADDR [--allow ADDR ...] DIR
         Serves the distribution files of DIR (GET and HEAD of /<file name>, nothing else: no
@@ -26,11 +37,16 @@ not through this server) and install from their local copy with --require-hashes
 from __future__ import annotations
 
 import argparse
+import encodings.idna  # noqa: F401 - loaded before the copy gives up root (see as_user)
+import grp
 import hashlib
 import http.server
 import ipaddress
 import json
+import os
+import pwd
 import re
+import shutil
 import socket
 import sys
 import tarfile
@@ -173,6 +189,86 @@ def fetch(url: str, entries: list[dict[str, Any]], folder: Path, timeout: float 
     return total
 
 
+def account(owner: str, group: str) -> tuple[int, int]:
+    """The uid and gid of a user name and a group name (or a number)."""
+    try:
+        uid = pwd.getpwnam(owner).pw_uid
+        gid = int(group) if group.isdigit() else grp.getgrnam(group).gr_gid
+    except KeyError as error:
+        raise ManifestError(f"no such user or group: {owner}:{group}") from error
+    return uid, gid
+
+
+def prepare(folder: Path, uid: int, gid: int, with_tool: bool = False) -> Path:
+    """Empty the pod's wheel folder and make it again; return its wheels folder (uid's)."""
+    if not folder.is_absolute() or os.path.realpath(folder) != str(folder):
+        raise ManifestError(f"{folder} is not an absolute path free of symlinks and '..'")
+    if folder.exists():
+        shutil.rmtree(folder)  # deletes links inside, never follows them
+    folder.mkdir(parents=True)
+    folder.chmod(0o755)
+    wheels = folder / "wheels"
+    wheels.mkdir()
+    wheels.chmod(0o755)
+    os.chown(wheels, uid, gid)
+    if with_tool:
+        tool = folder / "wheel_cache.py"
+        shutil.copyfile(os.path.abspath(__file__), tool)
+        tool.chmod(0o644)
+    return wheels
+
+
+def write_manifest(folder: Path, described: dict[str, Any], uid: int, gid: int) -> None:
+    """Write the hashed requirements and the manifest next to the wheels folder."""
+    for name, text in (
+        ("requirements.txt", described["requirements"]),
+        ("manifest.json", json.dumps(described)),
+    ):
+        path = folder / name
+        path.write_text(text)
+        path.chmod(0o644)
+        os.chown(path, uid, gid)
+
+
+def as_user(uid: int, gid: int, work: Any) -> None:
+    """Run work() with only the uid and gid given (in a child process when this one is root).
+
+    What the child imports lazily must be loaded before it gives up root: the interpreter's own
+    files need not be readable by the owner (hence encodings.idna, which a host name needs).
+    """
+    if os.geteuid() != 0 or uid == 0:
+        work()
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: give up root for good, then work
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            os.umask(0o022)
+            work()
+            code = 0
+        except Exception as error:  # noqa: BLE001 - the child reports any error and exits
+            print(f"wheel_cache.py receive: {error}", file=sys.stderr, flush=True)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        raise ManifestError("the copy as the wheels' owner failed (its error is above)")
+
+
+def receive(url: str, described: dict[str, Any], folder: Path, uid: int, gid: int) -> int:
+    """A worker's part: prepare the folder, write the manifest, copy and check the files."""
+    entries = described["files"]
+    wheels = prepare(folder, uid, gid)
+    write_manifest(folder, described, uid, gid)
+    as_user(uid, gid, lambda: fetch(url, entries, wheels))
+    return sum(int(entry["size"]) for entry in entries)
+
+
 def make_handler(folder: Path, allowed: set[str]) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         server_version = "cloudtpu-wheels"
@@ -229,15 +325,27 @@ def make_server(
     return server_class((bind, port), make_handler(folder.resolve(), allowed))
 
 
+def _owner_options(command: argparse.ArgumentParser, required: bool = True) -> None:
+    command.add_argument("--owner", required=required, help="the user the wheels belong to")
+    command.add_argument("--group", required=required, help="their group (a name or a gid)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    ready = commands.add_parser("prepare", help="empty and make again the pod's wheel folder")
+    _owner_options(ready)
+    ready.add_argument("--with-tool", action="store_true", help="copy this program into it")
+    ready.add_argument("folder", type=Path)
     describe = commands.add_parser("manifest", help="hashed requirements for a folder of downloads")
+    describe.add_argument("--write", type=Path, help="the pod's wheel folder to write them to")
+    _owner_options(describe, required=False)
     describe.add_argument("folder", type=Path)
-    copy = commands.add_parser("fetch", help="copy the manifest's files from the pod's server")
-    copy.add_argument("--url", required=True, help="http://<coordinator>:<port>")
-    copy.add_argument("--manifest", required=True, type=Path, help="the manifest's JSON")
-    copy.add_argument("folder", type=Path)
+    take = commands.add_parser("receive", help="a worker's copy of the coordinator's wheels")
+    take.add_argument("--url", required=True, help="http://<coordinator>:<port>")
+    take.add_argument("--manifest-json", required=True, help="the coordinator's manifest")
+    _owner_options(take)
+    take.add_argument("folder", type=Path)
     serve = commands.add_parser(
         "serve", help="serve a folder's distributions to the pod's addresses"
     )
@@ -246,21 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--allow", action="append", required=True, help="a pod member's address")
     serve.add_argument("folder", type=Path)
     args = parser.parse_args(argv)
-    if args.command == "manifest":
+    if args.command != "serve":
         try:
-            print(json.dumps(manifest(args.folder)))
-        except (ManifestError, OSError) as error:
-            print(f"wheel_cache.py manifest: {error}", file=sys.stderr)
+            print(json.dumps(_run(args)))
+        except (ManifestError, OSError, ValueError, KeyError, TypeError) as error:
+            print(f"wheel_cache.py {args.command}: {error}", file=sys.stderr)
             return 1
-        return 0
-    if args.command == "fetch":
-        try:
-            entries = json.loads(args.manifest.read_text())["files"]
-            total = fetch(args.url, entries, args.folder)
-        except (ManifestError, OSError, ValueError, KeyError) as error:
-            print(f"wheel_cache.py fetch: {error}", file=sys.stderr)
-            return 1
-        print(json.dumps({"files": len(entries), "bytes": total}))
         return 0
     try:
         server = make_server(args.bind, args.port, args.folder, args.allow)
@@ -273,6 +372,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     server.serve_forever()
     return 0
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    """prepare, manifest and receive: what each prints."""
+    if args.command == "manifest":
+        described = manifest(args.folder)
+        if args.write is not None:
+            if args.owner is None or args.group is None:
+                raise ManifestError("--write needs --owner and --group")
+            write_manifest(args.write, described, *account(args.owner, args.group))
+        return described
+    uid, gid = account(args.owner, args.group)
+    if args.command == "prepare":
+        return {"wheels": str(prepare(args.folder, uid, gid, args.with_tool))}
+    described = json.loads(args.manifest_json)
+    total = receive(args.url, described, args.folder, uid, gid)
+    return {"files": len(described["files"]), "bytes": total}
 
 
 if __name__ == "__main__":
