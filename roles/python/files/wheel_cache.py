@@ -37,7 +37,7 @@ not through this server) and install from their local copy with --require-hashes
 from __future__ import annotations
 
 import argparse
-import encodings.idna  # noqa: F401 - loaded before the copy gives up root (see as_user)
+import codecs
 import grp
 import hashlib
 import http.server
@@ -234,11 +234,12 @@ def as_user(uid: int, gid: int, work: Any) -> None:
     """Run work() with only the uid and gid given (in a child process when this one is root).
 
     What the child imports lazily must be loaded before it gives up root: the interpreter's own
-    files need not be readable by the owner (hence encodings.idna, which a host name needs).
+    files need not be readable by the owner (hence the idna codec, which a host name needs).
     """
     if os.geteuid() != 0 or uid == 0:
         work()
         return
+    codecs.lookup("idna")  # loaded now, while the interpreter's files are readable
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -255,7 +256,7 @@ def as_user(uid: int, gid: int, work: Any) -> None:
             print(f"wheel_cache.py receive: {error}", file=sys.stderr, flush=True)
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
+    status = os.waitpid(pid, 0)[1]
     if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
         raise ManifestError("the copy as the wheels' owner failed (its error is above)")
 
