@@ -8,6 +8,7 @@ and the bootstrap (tpu_*_wait_for_ssh=false, tpu_recover_bootstrap=false); the D
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from tests.integration.lifecycle_support import (
     extra_vars,
     inventory,
     playbook,
+    run,
 )
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJk5dGVzdGtleXRlc3RrZXl0ZXN0a2V5dGVzdGtleQ lifecycle"
@@ -206,6 +208,43 @@ def test_recover_recreates_a_preempted_node_with_its_spec(
         assert after[key] == before[key], (key, before[key], after[key])
     assert after["networkConfig"]["enableExternalIps"] is True
     assert inventory(env)["tpu_node_pod_a"]["hosts"] == ["pod-a-w0", "pod-a-w1"]
+
+
+def test_a_node_made_again_under_its_name_drops_the_old_vms_facts(
+    emulator: EmulatorCli, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A node deleted and made again (provision after teardown, or recover) is a new VM, maybe
+    of another image. The fact cache (ansible.cfg: two hours) still holds the old VM's facts
+    under the same host names; site.yml would take them instead of gathering the new VM's."""
+    cache = tmp_path / "facts"
+    cache.mkdir()
+    env = dict(env, ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache))
+    hosts = ["pod-a-w0", "pod-a-w1"]
+
+    def leave_old_facts(*names: str) -> None:
+        # Written by Ansible itself (set_fact, cacheable), in the cache's own format.
+        command = ["ansible", "-i", ",".join(names) + ",", "all", "-c", "local"]
+        command += ["-m", "ansible.builtin.set_fact"]
+        command += ["-a", "old_vm_distribution=Ubuntu-20.04 cacheable=true"]
+        result = run(command, env)
+        assert result.returncode == 0, result.tail()
+
+    def cached(host: str) -> bool:
+        return any(entry.name.endswith(host) for entry in cache.iterdir())
+
+    values = {"tpu_provision_name": "pod-a", "tpu_provision_method": "node"}
+    leave_old_facts(*hosts, "elsewhere-w0")
+    assert all(cached(h) for h in [*hosts, "elsewhere-w0"]), sorted(os.listdir(cache))
+    result = playbook("provision.yml", env, *with_base(**values))
+    assert result.returncode == 0, result.tail()
+    assert [h for h in hosts if cached(h)] == [], "the old VMs' facts are dropped"
+    assert cached("elsewhere-w0"), "another node's facts are kept"
+
+    leave_old_facts(*hosts)
+    emulator.admin("POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/pod-a:preempt")
+    result = playbook("recover.yml", env, *with_base(tpu_recover_nodes="pod-a", **values))
+    assert result.returncode == 0, result.tail()
+    assert [h for h in hosts if cached(h)] == []
 
 
 def test_node_method_cannot_give_guaranteed_capacity(
