@@ -1,8 +1,8 @@
 """The pod's wheel cache (cloudtpu.pod.python tasks/pod_wheels.yml: uv, and the framework's wheels).
 
 Four commands, all with the standard library only. FOLDER is the pod's wheel folder (a folder
-of root's: FOLDER/wheels holds the distributions and belongs to --owner, FOLDER/requirements.txt
-and FOLDER/manifest.json are written next to it):
+of root's: FOLDER/wheels holds the distributions and belongs to --owner, and
+FOLDER/requirements.txt is written next to it):
 
     wheel_cache.py prepare --owner USER --group GROUP [--with-tool] FOLDER
         Empties FOLDER and makes it again (refusing a FOLDER reached through a symlink), with
@@ -14,11 +14,11 @@ and FOLDER/manifest.json are written next to it):
         JSON: {"files": [{"file", "name", "version", "sha256", "size"}], "requirements": TEXT}.
         TEXT is a requirements file with one ``name==version --hash=sha256:...`` line per
         distribution, for ``pip install --require-hashes`` (uv reads the same file). --write also
-        writes TEXT and the JSON to FOLDER/requirements.txt and FOLDER/manifest.json.
+        writes TEXT to FOLDER/requirements.txt.
 
     wheel_cache.py receive --url URL --manifest-json JSON --owner USER --group GROUP FOLDER
-        A worker's whole part, in one call: prepares FOLDER, writes the manifest (the JSON of
-        ``manifest``, as the coordinator printed it) and its requirements file, then, as --owner,
+        A worker's whole part, in one call: prepares FOLDER, writes the requirements file of the
+        manifest (the JSON of ``manifest``, as the coordinator printed it), then, as --owner,
         copies every file the manifest lists from the server into FOLDER/wheels, checking each
         one's sha256 and size while it streams; a file that differs is removed and the command
         fails naming it. URL is http://ADDR:PORT, the server inside the pod (no proxy is used).
@@ -218,16 +218,12 @@ def prepare(folder: Path, uid: int, gid: int, with_tool: bool = False) -> Path:
     return wheels
 
 
-def write_manifest(folder: Path, described: dict[str, Any], uid: int, gid: int) -> None:
-    """Write the hashed requirements and the manifest next to the wheels folder."""
-    for name, text in (
-        ("requirements.txt", described["requirements"]),
-        ("manifest.json", json.dumps(described)),
-    ):
-        path = folder / name
-        path.write_text(text)
-        path.chmod(0o644)
-        os.chown(path, uid, gid)
+def write_requirements(folder: Path, described: dict[str, Any], uid: int, gid: int) -> None:
+    """Write the manifest's hashed requirements next to the wheels folder."""
+    path = folder / "requirements.txt"
+    path.write_text(described["requirements"])
+    path.chmod(0o644)
+    os.chown(path, uid, gid)
 
 
 def as_user(uid: int, gid: int, work: Any) -> None:
@@ -262,10 +258,10 @@ def as_user(uid: int, gid: int, work: Any) -> None:
 
 
 def receive(url: str, described: dict[str, Any], folder: Path, uid: int, gid: int) -> int:
-    """A worker's part: prepare the folder, write the manifest, copy and check the files."""
+    """A worker's part: prepare the folder, write the requirements, copy and check the files."""
     entries = described["files"]
     wheels = prepare(folder, uid, gid)
-    write_manifest(folder, described, uid, gid)
+    write_requirements(folder, described, uid, gid)
     as_user(uid, gid, lambda: fetch(url, entries, wheels))
     return sum(int(entry["size"]) for entry in entries)
 
@@ -382,7 +378,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         if args.write is not None:
             if args.owner is None or args.group is None:
                 raise ManifestError("--write needs --owner and --group")
-            write_manifest(args.write, described, *account(args.owner, args.group))
+            write_requirements(args.write, described, *account(args.owner, args.group))
         return described
     uid, gid = account(args.owner, args.group)
     if args.command == "prepare":
