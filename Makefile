@@ -28,7 +28,7 @@ NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help setup setup-next docker host-tools image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale bench-rulebook bench-pull emulator-clean demo demo-ssh demo-down test-torch-xla
+.PHONY: help check setup setup-next docker host-tools image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale bench-rulebook bench-pull emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -77,7 +77,7 @@ docs: setup ## The collection docs site in .cache/docs/build/html (antsibull-doc
 	docs/build.sh
 
 unit: setup ## Unit tests (pytest, no Docker)
-	pytest -q tests/unit
+	pytest -q --durations=15 tests/unit
 
 integration: setup image host-tools ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
 	pytest -q --durations=15 tests/integration
@@ -97,9 +97,19 @@ molecule: setup image ## Molecule scenarios in Docker: $(SCENARIOS)
 	  molecule test -s $$s; \
 	done
 
-# The journey right after integration: it needs what integration proves (playbooks against the
-# emulator's pods), and the README's promise gets its answer before the long molecule scenarios.
-test: lint docs unit integration journey sanity test-next molecule ## The full test suite (what CI runs)
+# One scenario: `make molecule-nfs` (make test runs each as a stage of its own).
+molecule-%: setup image
+	@echo "=== molecule test -s $*"
+	molecule test -s $*
+
+# The full suite as stages (tools/stages.py): each stage is one of the targets above, up to
+# STAGE_JOBS (3) run side by side, each stage's output printed whole when it ends, and a table
+# of every stage's wall time and the slowest tests at the end (.cache/stages/summary.txt).
+STAGE_JOBS ?= 3
+test: ## The full test suite (what CI runs): every stage below, side by side, then the stage table
+	$(PYTHON) tools/stages.py --jobs $(STAGE_JOBS)
+
+check: lint unit ## The quick loop: lint and unit tests (a few minutes, no Docker)
 
 # The same collection on the newest ansible-core: lint, sanity, unit tests and the emulator runs
 # of NEXT_INTEGRATION. Skipped, saying why, when no Python 3.12 or newer is there.

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Run the test suite's stages (make targets), some side by side, and say where the time went.
+
+`make test` runs this. Each stage is one make target; a stage starts once the stages it needs
+have passed, and at most --jobs stages run at once (most of a stage's time is waiting on SSH,
+Docker or the emulator, not CPU). A stage's output goes to .cache/stages/<stage>.log and is
+printed whole when the stage ends, so the lines of two stages never interleave. A stage that
+runs long prints a line every few minutes, so a slow stage is never silent.
+
+At the end: a table of every stage (when it started, how long it took, its result) and the
+slowest tests, read from the pytest ``--durations`` lines of every stage's log. The same table is
+written to .cache/stages/summary.txt.
+
+Usage: tools/stages.py [--jobs N] [--only STAGE ...]   (stdlib only; any Python 3.9+)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LOG_DIR = REPO / ".cache" / "stages"
+HEARTBEAT = 300.0  # seconds between "still running" lines
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    target: str
+    needs: tuple[str, ...] = ()
+
+
+# The suite, in order of priority: when a slot frees, the first ready stage in this list starts.
+# The long Docker stages come first so they start as early as possible; the short CPU-bound
+# checks fill the other slot around them.
+SUITE: tuple[Stage, ...] = (
+    Stage("setup", "setup"),
+    Stage("image", "image"),
+    Stage("host-tools", "host-tools"),
+    Stage("molecule-pod", "molecule-pod", ("setup", "image")),
+    Stage("integration", "integration", ("setup", "image", "host-tools")),
+    Stage("journey", "journey", ("setup", "image", "host-tools")),
+    Stage("molecule-framework", "molecule-framework", ("setup", "image")),
+    Stage("molecule-default", "molecule-default", ("setup", "image")),
+    Stage("molecule-nfs", "molecule-nfs", ("setup", "image")),
+    Stage("molecule-remote_shell", "molecule-remote_shell", ("setup", "image")),
+    Stage("lint", "lint", ("setup",)),
+    Stage("unit", "unit", ("setup",)),
+    Stage("docs", "docs", ("setup",)),
+    Stage("sanity", "sanity", ("setup",)),
+    Stage("test-next", "test-next", ("setup", "image", "host-tools")),
+)
+
+_DURATION = re.compile(r"^\s*(\d+\.\d+)s (call|setup|teardown)\s+(\S.*)$")
+
+
+@dataclass
+class Result:
+    stage: Stage
+    started: float = 0.0
+    ended: float = 0.0
+    code: int | None = None  # None: not run
+    why: str = ""
+    log: Path = field(default_factory=Path)
+
+    @property
+    def seconds(self) -> float:
+        return self.ended - self.started
+
+
+def slowest(logs: list[tuple[str, Path]], count: int = 15) -> list[tuple[float, str, str]]:
+    """The slowest test phases found in pytest ``--durations`` lines: (seconds, stage, test)."""
+    found: list[tuple[float, str, str]] = []
+    for stage, log in logs:
+        if not log.is_file():
+            continue
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            match = _DURATION.match(line)
+            if match:
+                found.append((float(match[1]), stage, f"{match[3]} ({match[2]})"))
+    return sorted(found, reverse=True)[:count]
+
+
+def table(results: list[Result], origin: float, total: float) -> str:
+    """The stage table: start offset, wall time and result of every stage, in start order."""
+    lines = [
+        f"{'stage':<24} {'start':>7} {'wall':>8}  result",
+        f"{'-' * 24} {'-' * 7} {'-' * 8}  {'-' * 6}",
+    ]
+    ran = sorted((r for r in results if r.code is not None), key=lambda r: r.started)
+    for r in ran:
+        state = "passed" if r.code == 0 else f"FAILED ({r.code})"
+        lines.append(
+            f"{r.stage.name:<24} {_clock(r.started - origin):>7} {_clock(r.seconds):>8}  {state}"
+        )
+    for r in results:
+        if r.code is None:
+            lines.append(f"{r.stage.name:<24} {'-':>7} {'-':>8}  not run: {r.why}")
+    busy = sum(r.seconds for r in ran)
+    lines.append(f"{'total (wall)':<24} {'':>7} {_clock(total):>8}  stage time {_clock(busy)}")
+    return "\n".join(lines)
+
+
+def _clock(seconds: float) -> str:
+    whole = max(0, round(seconds))
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def make_command(stage: Stage) -> list[str]:
+    return ["make", "--no-print-directory", stage.target]
+
+
+def run(
+    stages: tuple[Stage, ...],
+    jobs: int,
+    log_dir: Path = LOG_DIR,
+    command: Callable[[Stage], list[str]] = make_command,
+) -> int:
+    """Run ``stages`` (at most ``jobs`` at once); 0 when every one ran and passed."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    names = {s.name for s in stages}
+    results = {s.name: Result(s, log=log_dir / f"{s.name}.log") for s in stages}
+    pending = list(stages)
+    running: dict[str, subprocess.Popen[bytes]] = {}
+    print_lock = threading.Lock()
+    origin = time.monotonic()
+    last_beat = origin
+
+    def say(text: str) -> None:
+        with print_lock:
+            print(text, flush=True)
+
+    while pending or running:
+        # Stages whose needs failed (or were not run) are not run either.
+        for stage in list(pending):
+            bad = [n for n in stage.needs if n in names and results[n].code not in (None, 0)]
+            blocked = [n for n in stage.needs if n in names and results[n].why]
+            if bad or blocked:
+                pending.remove(stage)
+                results[stage.name].why = f"needs {', '.join(bad or blocked)}"
+                say(f"stages: {stage.name} not run: it needs {', '.join(bad or blocked)}")
+        ready = [s for s in pending if all(n not in names or results[n].code == 0 for n in s.needs)]
+        while ready and len(running) < jobs:
+            stage = ready.pop(0)
+            pending.remove(stage)
+            result = results[stage.name]
+            result.started = time.monotonic()
+            say(
+                f"stages: {stage.name} started (make {stage.target}) at "
+                f"{_clock(result.started - origin)}; output in {result.log}"
+            )
+            with result.log.open("wb") as out:
+                running[stage.name] = subprocess.Popen(
+                    command(stage),
+                    cwd=REPO,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
+        time.sleep(0.5)
+        for name, proc in list(running.items()):
+            code = proc.poll()
+            if code is None:
+                continue
+            del running[name]
+            result = results[name]
+            result.ended = time.monotonic()
+            result.code = code
+            text = result.log.read_text(encoding="utf-8", errors="replace")
+            verdict = "passed" if code == 0 else f"FAILED with exit code {code}"
+            say(
+                f"\n======== stage {name}: make {result.stage.target} ========\n{text}"
+                f"======== stage {name} {verdict} in {_clock(result.seconds)} ========\n"
+            )
+        now = time.monotonic()
+        if running and now - last_beat >= HEARTBEAT:
+            last_beat = now
+            parts = [f"{n} ({_clock(now - results[n].started)})" for n in running]
+            say(f"stages: {_clock(now - origin)} elapsed; running: {', '.join(parts)}")
+
+    total = time.monotonic() - origin
+    ordered = [results[s.name] for s in stages]
+    summary = ["", "================ stages ================", table(ordered, origin, total)]
+    tests = slowest([(r.stage.name, r.log) for r in ordered if r.code is not None])
+    if tests:
+        summary.append("\nslowest tests (pytest --durations of every stage):")
+        summary += [f"{sec:8.2f}s  {stage:<12} {name}" for sec, stage, name in tests]
+    text = "\n".join(summary)
+    say(text)
+    (log_dir / "summary.txt").write_text(text + "\n", encoding="utf-8")
+    failed = [r.stage.name for r in ordered if r.code != 0]
+    if failed:
+        say(f"stages: FAILED or not run: {', '.join(failed)}")
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=int(os.environ.get("STAGE_JOBS", "3")),
+        help="stages run at once (default: STAGE_JOBS or 3)",
+    )
+    parser.add_argument("--only", nargs="+", metavar="STAGE", help="run these stages only")
+    parser.add_argument("--list", action="store_true", help="list the stages and exit")
+    args = parser.parse_args(argv)
+    stages = SUITE
+    if args.list:
+        for s in stages:
+            print(f"{s.name:<24} make {s.target:<24} needs: {', '.join(s.needs) or '-'}")
+        return 0
+    if args.only:
+        unknown = sorted(set(args.only) - {s.name for s in SUITE})
+        if unknown:
+            parser.error(f"unknown stage(s): {', '.join(unknown)}; --list names them")
+        stages = tuple(s for s in SUITE if s.name in args.only)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be 1 or more, got {args.jobs}")
+    return run(stages, args.jobs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
