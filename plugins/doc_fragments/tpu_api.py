@@ -55,6 +55,10 @@ options:
       - Root of the TPU v2 API, C(https://tpu.googleapis.com/v2) when not set. Point it at a
         private endpoint, a proxy or the collection's local emulator.
       - Falls back to E(CLOUDTPU_API_ENDPOINT), like the tpu_vm inventory plugin.
+      - Every call carries the access token, so the URL must be C(https://), or C(http://) to a
+        loopback address of this machine only (C(127.0.0.1) and the rest of C(127.0.0.0/8),
+        C(::1), C(localhost)), as the local emulator is; a user name or password in it is
+        refused too.
     type: str
   retries:
     description: Attempts per API call when it answers 429 or 5xx or cannot be reached.

@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options import (
+    base_url_problem,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import number_problem
 
 DOCUMENTATION = r"""
@@ -65,15 +68,15 @@ DEFAULT_UV_VERSION = "0.13.8"
 DEFAULT_TIMEOUT = 3600
 # git URLs the workers clone: a scheme, or scp-like user@host:path; no spaces or quotes.
 _URL = re.compile(
-    r"^((https?|git|ssh|file)://[^\s'\"\\]+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s'\"\\]+)$"
+    r"^((https?|git|ssh|file)://[^\s'\"\\]+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s'\"\\]+)\Z"
 )
-_VERSION = re.compile(r"^(?!-)[A-Za-z0-9._/-]{1,200}$")
-_TAG = re.compile(r"^[A-Za-z0-9_-]+$")
+_VERSION = re.compile(r"^(?!-)[A-Za-z0-9._/-]{1,200}\Z")
+_TAG = re.compile(r"^[A-Za-z0-9_-]+\Z")
 _REQUIREMENT = re.compile(
-    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([<>=!~]=?[A-Za-z0-9.*+!-]+,?)*$"
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([<>=!~]=?[A-Za-z0-9.*+!-]+,?)*\Z"
 )
-_ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.:\[\]_-]+(/[A-Za-z0-9._~/-]*)?$")
-_TOKEN = re.compile(r"^[\x21-\x7e]{1,4096}$")
+_ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.:\[\]_-]+(/[A-Za-z0-9._~/-]*)?\Z")
+_TOKEN = re.compile(r"^[\x21-\x7e]{1,4096}\Z")
 
 
 def _list(value: Any) -> list[str] | None:
@@ -107,7 +110,8 @@ def _pick(value: Any, name: str, allowed: tuple[str, ...], problems: list[str]) 
 
 
 def _check(value: Any, name: str, pattern: re.Pattern[str], what: str, problems: list[str]) -> str:
-    text = str(value).strip() if value is not None else ""
+    # the value as given: "main\n" is refused, not trimmed into something else
+    text = str(value) if value is not None else ""
     if not isinstance(value, str) or not pattern.match(text):
         problems.append(f"{name} is {value!r}; allowed: {what}.")
     return text
@@ -170,7 +174,7 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
     )
     uv_version = _check(
         raw.get("uv_version") or DEFAULT_UV_VERSION, "tpu_provision_pull_uv_version",
-        re.compile(r"^[0-9]+(\.[0-9]+){1,3}$"), "a version such as 0.13.8", problems,
+        re.compile(r"^[0-9]+(\.[0-9]+){1,3}\Z"), "a version such as 0.13.8", problems,
     )  # fmt: skip
     auth_kind = _pick(
         raw.get("auth_kind", "machineaccount"), "tpu_provision_pull_auth_kind", AUTH_KINDS, problems
@@ -183,6 +187,7 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
         )
     endpoint = raw.get("api_endpoint") or ""
     if endpoint:
+        before = len(problems)
         _check(
             endpoint,
             "tpu_provision_pull_api_endpoint",
@@ -190,6 +195,10 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
             "empty (the TPU API) or an http(s) URL",
             problems,
         )
+        # the workers' inventory sends its token there: the client's own rule, said up front
+        problem = base_url_problem(endpoint, "tpu_provision_pull_api_endpoint")
+        if problem and len(problems) == before:
+            problems.append(problem)
     extra = raw.get("vars") or {}
     if not isinstance(extra, Mapping):
         problems.append(f"tpu_provision_pull_vars must be a mapping; got {extra!r}.")

@@ -115,7 +115,7 @@ DEADSNAKES: dict[str, tuple[str, ...]] = {
     "24.04": ("3.7", "3.8", "3.9", "3.10", "3.11", "3.13", "3.14"),
 }
 
-VERSION_RE = re.compile(r"^3\.(\d{1,2})$")
+VERSION_RE = re.compile(r"^3\.([0-9]{1,2})\Z")
 CANDIDATE_RE = re.compile(r"^\s*Candidate:\s*(\S+)\s*$", re.MULTILINE)
 PREFERENCES = ("auto", "system", "deadsnakes")
 

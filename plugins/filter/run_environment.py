@@ -71,7 +71,7 @@ _value:
   type: dict
 """
 
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MEGASCALE_PORT = 8080  # the port a multislice job's coordinator listens on, by default
 # The port JAX's TPU cluster detection puts after the MEGASCALE coordinator's host.
 JAX_COORDINATOR_PORT = 8476

@@ -57,7 +57,7 @@ _value:
   type: dict
 """
 
-RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$")
+RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}\Z")
 
 
 def run_id_problem(value: Any, name: str) -> str:

@@ -64,14 +64,14 @@ _value:
   type: dict
 """
 
-NAME_RE = re.compile(r"^[A-Za-z0-9._+-]+$")
+NAME_RE = re.compile(r"^[A-Za-z0-9._+-]+\Z")
 # Where code may go besides the login home (strictly inside them).
 ROOTS = ("/opt", "/srv", "/mnt")
 REPO_ALLOWED = (
     "allowed: an address git can clone (https://..., ssh://..., git@host:path), not starting "
     "with '-'"
 )
-VERSION_RE = re.compile(r"^[A-Za-z0-9._/+-]+$")
+VERSION_RE = re.compile(r"^[A-Za-z0-9._/+-]+\Z")
 VERSION_ALLOWED = (
     "allowed: a branch, tag or commit of letters, digits and . _ / + -, not starting with '-'"
 )

@@ -151,6 +151,9 @@ options:
   base_url:
     description:
       - Root of the TPU v2 API. Point it at a private endpoint, a proxy or the local emulator.
+      - Every call carries the access token, so the URL must be C(https://), or C(http://) to a
+        loopback address of this machine only (C(127.0.0.1) and the rest of C(127.0.0.0/8),
+        C(::1), C(localhost)), as the local emulator is.
     type: str
     default: https://tpu.googleapis.com/v2
     env:

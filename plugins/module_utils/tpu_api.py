@@ -5,7 +5,8 @@
 Authentication comes from ``tpu_auth.py`` (auth kinds ``application``, ``serviceaccount``,
 ``machineaccount`` and ``accesstoken``, as in the google.cloud collection). The base URL is an
 option with an environment fallback (``CLOUDTPU_API_ENDPOINT``) so that the local emulator, a
-private endpoint or a proxy can stand in for ``https://tpu.googleapis.com/v2``.
+private endpoint or a proxy can stand in for ``https://tpu.googleapis.com/v2``; the bearer token
+goes over https only, or plain http to a loopback address (``base_url_problem``).
 
 The client follows ``nextPageToken``, retries 429 and 5xx answers with bounded exponential backoff
 and jitter, and turns API errors into :class:`TpuApiError` whose message says what to do.
@@ -43,6 +44,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options impor
     DEFAULT_SCOPES,
     ENDPOINT_ENV,
     auth_argument_spec,
+    base_url_problem,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_transport import (
     HAS_GOOGLE_AUTH,
@@ -67,6 +69,7 @@ __all__ = [
     "TpuApiTransport",
     "TpuClient",
     "auth_argument_spec",
+    "base_url_problem",
     "error_from_response",
 ]
 
@@ -280,6 +283,12 @@ class TpuClient(TpuApiTransport):
                     "goes on in the background; look at it with 'gcloud compute tpus tpu-vm "
                     "operations describe' or wait longer (timeout).",
                     reason="TIMEOUT",
+                )
+            if not current.get("name"):
+                raise TpuApiError(
+                    "The TPU API answered with an operation that is not done and has no name, so "
+                    "it cannot be followed; check the base_url option.",
+                    reason="BAD_RESPONSE",
                 )
             self._sleep(poll)
             current = self.get_operation(str(current["name"]))

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """How the TPU API client sends a call: the base URL, Google credentials from ``tpu_auth.py``,
 retries of 429 and 5xx answers with bounded exponential backoff and jitter, ``nextPageToken``
-paging, and error answers turned into :class:`TpuApiError` (``tpu_api_errors.py``).
+paging, error answers turned into :class:`TpuApiError` (``tpu_api_errors.py``), and every other
+answer checked against the API's shapes (``tpu_api_shapes.py``) before a caller reads it.
 
 :class:`TpuApiTransport` is the base of :class:`TpuClient` in ``tpu_api.py``, which adds one
 method per API call.
@@ -47,7 +48,9 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options impor
     DEFAULT_SCOPES,
     ENDPOINT_ENV,
     auth_argument_spec,
+    base_url_problem,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_shapes import answer_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_auth import (
     AuthConfigError,
     authorized_session,
@@ -99,12 +102,10 @@ class TpuApiTransport:
     ) -> None:
         params = getattr(module, "params", {}) or {}
         url = base_url or params.get("base_url") or os.environ.get(ENDPOINT_ENV) or DEFAULT_BASE_URL
-        if not url.startswith(("https://", "http://")):
-            raise TpuApiError(
-                f"base_url {url!r} is not an http(s) URL; use the API root such as "
-                f"{DEFAULT_BASE_URL}",
-                reason="BAD_BASE_URL",
-            )
+        # The bearer token goes with every call: over https, or plain http to this machine only.
+        problem = base_url_problem(url)
+        if problem:
+            raise TpuApiError(problem, reason="BAD_BASE_URL")
         self.base_url = url.rstrip("/")
         self.retries = max(1, int(retries if retries is not None else params.get("retries") or 5))
         self.backoff = max(0.0, float(backoff))
@@ -246,7 +247,7 @@ class TpuApiTransport:
             return {}
         try:
             data = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             raise TpuApiError(
                 f"The TPU API at {url} answered {response.status_code} with a body that is not "
                 f"JSON; is base_url the API root (for example {DEFAULT_BASE_URL})?",
@@ -254,7 +255,19 @@ class TpuApiTransport:
                 reason="BAD_RESPONSE",
                 url=url,
             ) from None
-        return data if isinstance(data, dict) else {"value": data}
+        # One check of every answer against the API's shapes, before any caller reads it.
+        problem = answer_problem(data, permission)
+        if problem:
+            raise TpuApiError(
+                f"The TPU API's answer to {permission[4:] or 'the call'} ({method} {url}) does "
+                f"not have the API's shape: {problem}. Check that base_url (env {ENDPOINT_ENV}) "
+                f"is the TPU v2 API root, such as {DEFAULT_BASE_URL}, and that no proxy on the "
+                "way changes the answers.",
+                status=response.status_code,
+                reason="BAD_RESPONSE",
+                url=url,
+            )
+        return data
 
     def _paged(
         self,

@@ -9,9 +9,6 @@ the value given and what is allowed, ready for an ``assert``'s ``fail_msg`` or `
   optional rules per variable (``under``: strictly inside one of these folders; ``parent``:
   directly in one of them, as libtpu's lock files in ``/tmp``; ``not_under``: more folders that
   must not hold it; ``basename``: a pattern for its last part).
-* :func:`network_problem`: CIDRs (IPv4 and IPv6) given as a string or a list; a set whose union
-  is the whole IPv4 or IPv6 internet is refused unless ``allow_world`` (a boolean, or a string
-  as from ``-e``) is true.
 * :func:`device_glob_problem`: a glob of TPU device files only (``/dev/accel*``,
   ``/dev/accel/*``, ``/dev/vfio/[0-9]*``), never one that matches other devices.
 * :func:`number_problem`: a number (or an int-like string, as ``-e`` gives) within bounds.
@@ -21,15 +18,19 @@ the value given and what is allowed, ready for an ``assert``'s ``fail_msg`` or `
 * :data:`OPTION_LIMITS` and :func:`option_problems`: the bounds of the numeric options every TPU
   module and the inventory plugin take (timeouts, poll intervals, retries), in one table.
 
-The checks of an inventory source file (keys, states, host name template) are in
-``tpu_inventory_checks``.
+The network checks (CIDR lists, single addresses) are in ``tpu_network_checks``; the checks of
+an inventory source file (keys, states, host name template) are in ``tpu_inventory_checks``.
+
+A path (here and in ``tpu_local_paths``) is refused when it holds a character that is not what
+it looks like: a control character (a line break, an escape...) or a Unicode bidirectional
+control, which shows the text in another order than it has (:func:`unsafe_character`). A long
+value is shown shortened in a message (its start and its length).
 
 The filter plugins of the same names (``plugins/filter/checks.py``) expose these to Jinja.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import math
 import posixpath
@@ -64,7 +65,7 @@ SYSTEM_TREES = (
     "/var/run",
     "/var/spool",
 )
-_LIB_TREE = re.compile(r"^/(usr/)?lib[^/]*(/|$)")
+_LIB_TREE = re.compile(r"^/(usr/)?lib[^/]*(/|\Z)")
 # Folders that may hold what the collection manages, but are never that thing themselves.
 SYSTEM_FOLDERS = (
     "/",
@@ -88,15 +89,47 @@ SYSTEM_FOLDERS = (
     "/var/log",
     "/var/tmp",
 )
-_BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
+# C0 and C1 control characters, DEL, and the Unicode bidirectional controls: embeddings and
+# overrides (U+202A-U+202E), isolates (U+2066-U+2069) and the marks (U+200E, U+200F, U+061C).
+_UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# A string longer than this is shown by its start and its length; a list or mapping whose JSON
+# is longer than _SHOWN_JSON is cut there.
+_SHOWN_TEXT = 100
+_SHOWN_JSON = 2000
 
 
 def _shown(value: Any) -> str:
-    """The value as the user wrote it, quoted like Jinja's to_json."""
+    """The value as the user wrote it, quoted like Jinja's to_json; shortened when long."""
+    if isinstance(value, str) and len(value) > _SHOWN_TEXT:
+        return f"{json.dumps(value[:60] + '...')} ({len(value)} characters)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 300:
+        digits = math.floor(value.bit_length() * math.log10(2)) + 1
+        return f"a whole number of about {digits} digits"
     try:
-        return json.dumps(value, sort_keys=True, default=str)
+        text = json.dumps(value, sort_keys=True, default=str)
     except (TypeError, ValueError):
-        return repr(value)
+        try:
+            text = repr(value)
+        except ValueError:  # holds an int too long to write out
+            return f"a {type(value).__name__} too large to show"
+    if len(text) > _SHOWN_JSON:
+        return f"{text[: _SHOWN_JSON // 2]}... ({len(text)} characters)"
+    return text
+
+
+def unsafe_character(value: str) -> str:
+    """The first control or bidirectional-text character in ``value``, described (``''`` when
+    there is none), such as ``a control character (U+001B)``."""
+    found = _UNSAFE_CHARS.search(value)
+    if not found:
+        return ""
+    char = found.group(0)
+    code = f"U+{ord(char):04X}"
+    if char == "\n":
+        return f"a control character ({code}, a line break)"
+    if ord(char) < 0xA0:
+        return f"a control character ({code})"
+    return f"a bidirectional-text control character ({code}), which shows text out of order"
 
 
 def _within(path: str, folder: str) -> bool:
@@ -129,7 +162,7 @@ def system_folder(path: str) -> str:
 def _path_rules(
     under: list[str], parent: list[str], not_under: list[str], basename: str
 ) -> str:  # what is allowed, in words
-    words = "an absolute, normalised path without spaces"
+    words = "an absolute, normalised path without spaces or control characters"
     if basename:
         words += f" whose last part matches {basename}"
     if parent:
@@ -162,8 +195,11 @@ def path_problem(
 
     if not isinstance(value, str) or not value:
         return problem("not a path")
-    if _BAD_CHARS.search(value):
-        return problem("it contains spaces or control characters")
+    unsafe = unsafe_character(value)
+    if unsafe:
+        return problem(f"it contains {unsafe}")
+    if re.search(r"\s", value):
+        return problem("it contains spaces")
     if not value.startswith("/"):
         return problem("it is not absolute")
     if ".." in value.split("/"):
@@ -216,103 +252,9 @@ def device_glob_problem(value: Any, name: str) -> str:
     return f"{name} is {_shown(value)}: {reason}; allowed: {DEVICE_GLOBS_ALLOWED}."
 
 
-_WORLD = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
-# "The world" is also any set covering more than half of the IPv4 space or of the IPv6 global
-# unicast space (2000::/3): all but a few addresses is the internet still.
-_INTERNET = {4: ipaddress.ip_network("0.0.0.0/0"), 6: ipaddress.ip_network("2000::/3")}
-_MAPPED = ipaddress.ip_network("::ffff:0:0/96")
-
-
-def _share(networks: list, version: int) -> float:
-    """The share (0 to 1) of the internet of ``version`` that ``networks`` cover together."""
-    space = _INTERNET[version]
-    same = [n for n in networks if n.version == version]
-    covered = 0
-    for net in ipaddress.collapse_addresses(same):
-        if net.subnet_of(space):
-            covered += net.num_addresses
-        elif space.subnet_of(net):
-            covered += space.num_addresses
-    return covered / space.num_addresses
-
-
-def network_problem(
-    value: Any,
-    name: str,
-    allow_world: Any = False,
-    world_flag: str = "",
-    allow_empty: bool = False,
-) -> str:
-    """Why ``value`` (a CIDR or a list of them) is not acceptable for ``name``; ``''`` if it is.
-
-    A set whose ranges together cover every IPv4 or every IPv6 address (0.0.0.0/0, two /1s,
-    ::/0 in pieces...) is "the world" and only passes when ``allow_world`` is true; the message
-    then names ``world_flag``, the switch that allows it.
-    """
-    items = [value] if isinstance(value, str) else value
-    allowed = "a list of networks in CIDR form such as 10.130.0.0/20 or fd00::/64"
-    flag = f" (set {world_flag}=true to allow it)" if world_flag else ""
-    allowed += ", not the whole internet" + flag
-
-    def problem(reason: str) -> str:
-        return f"{name} is {_shown(value)}: {reason}; allowed: {allowed}."
-
-    if isinstance(items, (Mapping, bytes)) or not isinstance(items, Iterable):
-        return problem("not a network or a list of networks")
-    items = list(items)
-    if not items and not allow_empty:
-        return problem("the list is empty")
-    networks = []
-    for item in items:
-        if not isinstance(item, str) or not item.strip():
-            return problem(f"{_shown(item)} is not a network")
-        if item != item.strip() or "%" in item:
-            return problem(f"{_shown(item)} has spaces, a line break or a scope id (%)")
-        try:
-            networks.append(ipaddress.ip_network(item, strict=True))
-        except ValueError as exc:
-            hint = ""
-            try:
-                hint = f" (the network is {ipaddress.ip_network(item.strip(), strict=False)})"
-            except ValueError:
-                pass
-            return problem(f"{_shown(item)} is not a valid CIDR: {exc}{hint}")
-    try:
-        world_ok = boolean(allow_world, strict=True)
-    except TypeError:
-        return f"{world_flag or 'allow_world'} must be true or false; got {_shown(allow_world)}."
-    # an IPv4-mapped IPv6 range (::ffff:0:0/96) reaches the IPv4 addresses it maps
-    for net in [n for n in networks if n.version == 6 and n.subnet_of(_MAPPED)]:
-        networks.append(
-            ipaddress.ip_network((int(net.network_address) & 0xFFFFFFFF, net.prefixlen - 96))
-        )
-    if world_ok:
-        return ""
-    for world in _WORLD:
-        same = [n for n in networks if n.version == world.version]
-        if same and world in ipaddress.collapse_addresses(same):
-            return problem(f"together these cover every IPv{world.version} address ({world})")
-    for version, space in _INTERNET.items():
-        share = _share(networks, version)
-        if share > 0.5:
-            return problem(
-                f"together these cover {share:.4%} of the IPv{version} internet ({space})"
-            )
-    return ""
-
-
-def address_problem(value: Any, name: str) -> str:
-    """Why ``value`` is not a non-empty list of single IPv4 or IPv6 addresses; ``''`` if it is."""
-    items = [value] if isinstance(value, str) else value
-    allowed = "allowed: a list of single addresses such as 10.130.0.2 or fd00::2"
-    if isinstance(items, (Mapping, bytes)) or not isinstance(items, Iterable) or not items:
-        return f"{name} is {_shown(value)}: {allowed}."
-    for item in items:
-        try:
-            ipaddress.ip_address(item if isinstance(item, str) and "%" not in item else None)
-        except ValueError:
-            return f"{name} is {_shown(value)}: {_shown(item)} is not one address; {allowed}."
-    return ""
+# A number written with more characters than this is refused before it is converted: Python
+# refuses to convert a string of more than 4300 digits, and no bound here needs 20.
+_NUMBER_CHARS = 64
 
 
 def _number(value: Any, integer: bool) -> int | float | None:
@@ -355,6 +297,11 @@ def number_problem(
         allowed = kind
     if isinstance(value, float) and not math.isfinite(value):
         return f"{name} is {_shown(value)}: not a finite number; allowed: {allowed}."
+    if isinstance(value, str) and len(value.strip()) > _NUMBER_CHARS:
+        return (
+            f"{name} is {_shown(value)}: {len(value.strip())} characters, too long for a number;"
+            f" allowed: {allowed}."
+        )
     number = _number(value, integer)
     if number is None:
         return f"{name} is {_shown(value)}: not {kind}; allowed: {allowed}."

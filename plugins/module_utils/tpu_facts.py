@@ -90,7 +90,7 @@ CORES_PER_HOST = 8
 CHIPS_PER_HOST = 4
 CORES_PER_CHIP = 2
 
-_TYPE_RE = re.compile(r"^(?P<family>[a-z][a-z0-9]*?)-(?P<size>[0-9]+)$")
+_TYPE_RE = re.compile(r"^(?P<family>[a-z][a-z0-9]*?)-(?P<size>[0-9]+)\Z")
 
 
 def _unknown(accelerator_type: Any) -> dict[str, Any]:

@@ -6,10 +6,11 @@ folder to sync, a folder to fetch logs into.
 :func:`local_path_problem` returns ``''`` when the path is fine, else one sentence that names
 the variable, the value given and what is allowed, as the checks of :mod:`tpu_checks` do;
 :func:`local_path` is the absolute path it checked. A path may be absolute, relative to the
-current folder or below ``~/``; it is refused when it contains ``..`` or a control character,
-when it is ``/`` or a system folder or inside one (``tpu_checks.system_folder``), and when it goes
-through a symbolic link: a link on the way (one that another user could have put there, or point
-elsewhere later) decides where a read or a write really lands, so the real path must be given.
+current folder or below ``~/``; it is refused when it contains ``..``, a control character or
+a bidirectional-text control (``tpu_checks.unsafe_character``), when it is ``/`` or a system
+folder or inside one (``tpu_checks.system_folder``), and when it goes through a symbolic link:
+a link on the way (one that another user could have put there, or point elsewhere later)
+decides where a read or a write really lands, so the real path must be given.
 The current folder is the real one (``os.getcwd``), and ``~`` is the real path of the home, so
 only the links in what was written count.
 """
@@ -17,12 +18,12 @@ only the links in what was written count.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     _shown,
     system_folder,
+    unsafe_character,
 )
 
 # What the path must be, per kind: an existing file, an existing folder, or a folder that the
@@ -32,7 +33,6 @@ LOCAL_KINDS = {
     "folder": "a folder",
     "new folder": "a folder (made when missing)",
 }
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def local_path(value: str) -> str:
@@ -72,8 +72,9 @@ def local_path_problem(value: Any, name: str, kind: str = "folder") -> str:
 
     if not isinstance(value, str) or not value.strip():
         return problem("not a path")
-    if _CONTROL.search(value):
-        return problem("it contains a line break or another control character")
+    unsafe = unsafe_character(value)
+    if unsafe:
+        return problem(f"it contains {unsafe}")
     if ".." in value.split("/"):
         return problem("it contains '..'")
     if value.startswith("~") and not (value == "~" or value.startswith("~/")):

@@ -20,8 +20,9 @@ from typing import Any
 
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import path_problem
 
-USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
-VERSION_RE = re.compile(r"^3\.[0-9]{1,2}$")
+# Whole values only (\Z, not $): "tpu\n" or " tpu" is not a user name.
+USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}\Z")
+VERSION_RE = re.compile(r"^3\.[0-9]{1,2}\Z")
 DEFAULT_PYTHON_VERSION = "3.10"
 RUNS_FOLDER = "cloudtpu-runs"
 KEYS = ("user", "home", "venv", "runs_dir", "source")
@@ -48,8 +49,8 @@ def _blank(value: Any) -> bool:
 
 
 def check_user(name: str, value: Any) -> str:
-    text = str(value).strip() if value is not None else ""
-    if not USER_RE.match(text):
+    text = str(value) if value is not None else ""
+    if not USER_RE.fullmatch(text):
         raise LoginError(
             f"{name} is {value!r}: a login user must be a Linux user name (lower-case letters, "
             "digits, '_', '-', '.', starting with a letter or '_', at most 32 characters)"
@@ -134,8 +135,8 @@ def resolve(
             raise LoginError(problem)
 
     version_value = variables.get("tpu_python_version")
-    version = DEFAULT_PYTHON_VERSION if _blank(version_value) else str(version_value).strip()
-    if not isinstance(version_value, (str, type(None))) or not VERSION_RE.match(version):
+    version = DEFAULT_PYTHON_VERSION if _blank(version_value) else str(version_value)
+    if not isinstance(version_value, (str, type(None))) or not VERSION_RE.fullmatch(version):
         raise LoginError(
             f"tpu_python_version is {version_value!r}: it must be a Python version 3.X such as "
             f"'{DEFAULT_PYTHON_VERSION}' (quote it in YAML: 3.10 unquoted is the number 3.1)"

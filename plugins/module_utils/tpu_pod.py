@@ -30,7 +30,7 @@ JOB_VARS = (
     "tpu_pod_job_coordinator_ip",
 )
 # The node IDs the API gives a multislice request: <nodeIdPrefix>-0 ... <nodeIdPrefix>-<N-1>.
-_SLICE_SUFFIX = re.compile(r"^(?P<prefix>.+)-(?P<index>[0-9]+)$")
+_SLICE_SUFFIX = re.compile(r"^(?P<prefix>.+)-(?P<index>[0-9]+)\Z")
 
 
 # Where a static inventory's host has its pod address: what the inventory says, else the

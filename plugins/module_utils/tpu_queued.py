@@ -49,10 +49,10 @@ WINDOW_FIELDS = {
     "valid_after_duration": "validAfterDuration",
     "valid_after_time": "validAfterTime",
 }
-# google.protobuf.Duration and Timestamp in JSON, as the API takes them.
-DURATION_RE = re.compile(r"^[0-9]{1,9}(\.[0-9]{1,9})?s$")
+# google.protobuf.Duration and Timestamp in JSON, as the API takes them (\Z: "3600s\n" fails).
+DURATION_RE = re.compile(r"^[0-9]{1,9}(\.[0-9]{1,9})?s\Z")
 TIMESTAMP_RE = re.compile(
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$"
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})\Z"
 )
 
 

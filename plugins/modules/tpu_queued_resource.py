@@ -472,6 +472,7 @@ class QueuedResourceTask:
             if self.module.check_mode:
                 word = queued_resource_state(qr)[0]
                 self.result["changed"] = word in GIVEN_UP and self.params["requeue_tries"] > 0
+                self.list_nodes(qr)
                 return self.result
         return self.settle(qr)
 
@@ -496,9 +497,13 @@ class QueuedResourceTask:
         self.record(qr)
         if self.params["wait"]:
             self.check_given_up(qr)
+        self.list_nodes(qr)
+        return self.result
+
+    def list_nodes(self, qr: dict[str, Any] | None) -> None:
+        """The request's nodes in the result once it is ACTIVE (read-only: check mode too)."""
         if qr is not None and queued_resource_state(qr)[0] == "ACTIVE":
             self.result["nodes"] = self.nodes(qr)
-        return self.result
 
     def check_given_up(self, qr: dict[str, Any] | None) -> None:
         if qr is None:

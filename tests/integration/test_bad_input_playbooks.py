@@ -121,6 +121,8 @@ CASES = [
     Case("firewall.yml", "tpu_firewall_source_ranges", ["0.0.0.0/1", "128.0.0.0/1"], "/1"),
     Case("firewall.yml", "tpu_firewall_source_ranges", ["::/0"], "::/0"),
     Case("firewall.yml", "tpu_firewall_source_ranges", ["::/1", "8000::/1"], "8000::/1"),
+    Case("firewall.yml", "tpu_firewall_source_ranges", ["128.0.0.0/1"], "128.0.0.0/1"),
+    Case("firewall.yml", "tpu_firewall_source_ranges", ["2001::/16"], "2001::/16"),
     Case("firewall.yml", "tpu_firewall_source_ranges", ["fe80::zz/64"], "fe80::zz/64"),
     Case("firewall.yml", "tpu_firewall_source_ranges", ["10.0.0.300/32"], "10.0.0.300/32"),
     Case("firewall.yml", "tpu_firewall_source_ranges", "10.0.0.0/8", "10.0.0.0/8"),

@@ -42,6 +42,7 @@ SYSTEM_PATHS = ["/", "/etc", "/usr", "/tmp", "/root", "/home", "/usr/lib/x", "/v
 
 BASE = [
     v("login-user-space", "tpu_login_user", "Bad User"),
+    v("login-user-newline", "tpu_login_user", "tpu\n", "tpu"),
     v("login-home-etc", "tpu_login_home", "/etc"),
     v("login-home-tmp", "tpu_login_home", "/tmp"),
     v("login-home-relative", "tpu_login_home", "home/tpu"),
@@ -239,6 +240,10 @@ NFS = [
     v("export-two-halves", "tpu_nfs_export_cidrs", ["0.0.0.0/1", "128.0.0.0/1"], "128.0.0.0/1"),
     v("export-world-v6", "tpu_nfs_export_cidrs", ["::/0"], "::/0"),
     v("export-v6-halves", "tpu_nfs_export_cidrs", ["::/1", "8000::/1"], "8000::/1"),
+    # one range broader than a /8 (IPv6: a /32 of the internet) is open to much of the world
+    v("export-half", "tpu_nfs_export_cidrs", ["10.0.0.0/8", "128.0.0.0/1"], "128.0.0.0/1"),
+    v("export-v6-broad", "tpu_nfs_export_cidrs", ["2001::/16"], "2001::/16"),
+    v("export-path-bidi", "tpu_nfs_export_path", "/srv/nfs\u202e", "/srv/nfs"),
     v("export-v6-malformed", "tpu_nfs_export_cidrs", ["fd00::zz/64"], "fd00::zz/64"),
     v("export-prefix-0", "tpu_nfs_export_cidrs", ["10.1.2.3/0"], "10.1.2.3/0"),
     v("export-bad-octet", "tpu_nfs_export_cidrs", ["10.0.0.300/24"], "10.0.0.300/24"),

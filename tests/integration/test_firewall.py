@@ -21,6 +21,8 @@ BASE = {"tpu_firewall_source_ranges": ["203.0.113.7/32"], "tpu_firewall_target_t
 # The ranges the play must refuse unless tpu_firewall_allow_world is set.
 WORLD_V4 = "0.0.0.0/0"
 WORLD_V6 = "::/0"
+# One range broader than an IPv4 /8 is open to much of the world: half the internet here.
+HALF_V4 = "128.0.0.0/1"
 
 
 def play(tmp_path: Path, variables: dict, *, json_output: bool = False):
@@ -110,7 +112,7 @@ def test_ssh_only(tmp_path: Path):
     assert [r["name"] for r in rules] == ["cloudtpu-pod-ssh"], json.dumps(rules, indent=2)
 
 
-@pytest.mark.parametrize("world", [WORLD_V4, WORLD_V6])
+@pytest.mark.parametrize("world", [WORLD_V4, WORLD_V6, HALF_V4])
 def test_the_whole_internet_only_when_asked_by_name(tmp_path: Path, world: str):
     variables = {**BASE, "tpu_firewall_source_ranges": [world], "tpu_firewall_allow_world": True}
     rules, _ = dry_run_rules(tmp_path, variables)
@@ -130,6 +132,12 @@ REFUSED = [
         {"tpu_firewall_source_ranges": [WORLD_V6]},
         "tpu_firewall_source_ranges",
         WORLD_V6,
+    ),
+    (
+        "half-v4",
+        {"tpu_firewall_source_ranges": ["203.0.113.7/32", HALF_V4]},
+        "tpu_firewall_source_ranges",
+        HALF_V4,
     ),
     (
         "world-among-others",

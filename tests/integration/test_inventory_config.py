@@ -2,9 +2,14 @@
 with ansible-inventory and ansible-playbook against the emulator.
 
 - A source given with -i that no plugin can read fails the run (non-zero exit, one error) with
-  the reason of the plugin that was meant to read it; the plugins this project does not use
-  (ini, script, toml) are not enabled, so they add no noise. Without -i, plays on localhost
-  still run.
+  the reason of the plugin that was meant to read it; plugins that do not read that kind of
+  file (host_list, script for a file that is not executable, toml) add no noise. Without -i,
+  plays on localhost still run.
+- The tpu_vm plugin is reached through `auto` (its files name it under `plugin:`): a source it
+  fails on calls the TPU API once and says so first; a tpu_vm config under a name the plugin
+  does not accept is refused by name, before any call; a tpu_vm.yml and a user's INI file in
+  one inventory folder are read together (tests/integration/test_inventory_formats.py: the
+  other formats).
 - inventories/gcp/tpu_vm.yml takes its credentials from GCP_AUTH_KIND and
   GCP_SERVICE_ACCOUNT_FILE (or GCP_ACCESS_TOKEN), as the modules do.
 - inventories/gcp sets no ansible_user: the login user is Ansible's own (-u,
@@ -31,7 +36,7 @@ STATE = {
         "no-viewer": {"denied_permissions": ["tpu.nodes.list"], "zones": {"us-east1-d": {}}},
     }
 }
-UNUSED_PLUGINS = ("'ini' plugin", "'script' plugin", "'toml' plugin", "Invalid host pattern")
+UNRELATED_PLUGINS = ("'host_list' plugin", "'script' plugin", "'toml' plugin")
 GCP = REPO / "inventories" / "gcp"
 
 
@@ -68,19 +73,51 @@ def test_a_typo_in_one_file_of_an_inventory_folder_fails(tmp_path: Path) -> None
     assert f"Completely failed to parse inventory source {folder / 'typo.yml'}" in run.stderr
     assert "YAML parsing failed" in run.stderr
     assert run.stderr.count("[ERROR]") == 1, run.stderr
-    assert not [noise for noise in UNUSED_PLUGINS if noise in run.stderr], run.stderr
+    assert not [noise for noise in UNRELATED_PLUGINS if noise in run.stderr], run.stderr
 
 
 def test_an_api_error_fails_the_playbook_with_the_plugins_reason(
     emulator: Emulator, tmp_path: Path
 ) -> None:
     source = emulator.source(tmp_path, projects=["no-viewer"])
+    before = emulator.requests()
     result = playbook(str(source), tmp_path)
     assert result.returncode != 0, "the play ran on an inventory that could not be read"
-    assert "the caller lacks permission tpu.nodes.list" in result.stderr
+    assert emulator.requests() - before == 1, "the TPU API was asked more than once"
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("[WARNING]")]
+    assert "the caller lacks permission tpu.nodes.list" in warnings[0], result.stderr
+    assert len([w for w in warnings if "tpu.nodes.list" in w]) == 1, result.stderr
     assert result.stderr.count("[ERROR]") == 1, result.stderr
-    assert not [noise for noise in UNUSED_PLUGINS if noise in result.stderr], result.stderr
+    assert not [noise for noise in UNRELATED_PLUGINS if noise in result.stderr], result.stderr
     assert "hello" not in result.stdout
+
+
+def test_a_tpu_vm_config_under_another_name_is_refused_by_name(
+    emulator: Emulator, tmp_path: Path
+) -> None:
+    source = emulator.source(tmp_path, name="pods.yml", projects=[PROJECT])
+    before = emulator.requests()
+    run = ansible_inventory(source, "--list")
+    assert run.returncode != 0, run.stdout
+    refused = f"'{source}' could not be verified by inventory plugin 'cloudtpu.pod.tpu_vm'"
+    assert refused in run.stderr, run.stderr
+    assert f"Completely failed to parse inventory source {source}" in run.stderr
+    assert emulator.requests() == before
+
+
+def test_a_tpu_vm_source_and_an_ini_file_in_one_folder(emulator: Emulator, tmp_path: Path) -> None:
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    emulator.source(folder, name="tpu_vm.yml", projects=[PROJECT])
+    (folder / "hosts.ini").write_text("[login]\nbastion ansible_host=10.128.0.9\n")
+    before = emulator.requests()
+    run = ansible_inventory(folder, "--list")
+    assert run.returncode == 0, run.stderr
+    assert emulator.requests() - before == 1
+    assert run.hosts("tpu") == ["cfg-pod-w0", "cfg-pod-w1"]
+    assert run.hosts("login") == ["bastion"]
+    assert run.hostvars("bastion")["ansible_host"] == "10.128.0.9"
+    assert run.hostvars("cfg-pod-w1")["tpu_worker_id"] == 1
 
 
 def test_a_missing_inventory_path_fails(tmp_path: Path) -> None:

@@ -25,7 +25,6 @@ def controller() -> str:
         ({"ansible_user": "", "tpu_login_user": None}, "carl", "carl", "remote_user"),
         ({}, None, "laptop-user", "controller user"),
         ({}, "", "laptop-user", "controller user"),
-        ({"ansible_user": "  bob  "}, None, "bob", "ansible_user"),
     ],
 )
 def test_user_comes_from_variables_in_order(
@@ -96,6 +95,12 @@ def test_facts_are_never_read() -> None:
         ({"tpu_login_user": "tpu", "tpu_venv_path": "/home/tpu"}, ["tpu_venv_path", "inside"]),
         ({"tpu_login_user": "tpu", "tpu_python_version": 3.1}, ["tpu_python_version", "3.1"]),
         ({"tpu_login_user": "tpu", "tpu_python_version": "python3"}, ["tpu_python_version"]),
+        # whole values only: a trailing line break or a space is not trimmed into a good value
+        ({"tpu_login_user": "tpu\n"}, ["tpu_login_user", "'tpu\\n'"]),
+        ({"ansible_user": "tpu\n"}, ["ansible_user", "'tpu\\n'"]),
+        ({"tpu_login_user": " tpu"}, ["tpu_login_user", "' tpu'"]),
+        ({"ansible_user": "  bob  "}, ["ansible_user", "'  bob  '"]),
+        ({"tpu_login_user": "tpu", "tpu_python_version": "3.10\n"}, ["tpu_python_version"]),
     ],
 )
 def test_bad_values_are_refused_by_name(variables: dict[str, Any], names: list[str]) -> None:

@@ -103,6 +103,19 @@ def test_check_mode_makes_no_mutating_call(api: Api) -> None:
     assert api.queued("qr-a") is None
 
 
+def test_check_mode_on_an_active_multislice_request_lists_its_nodes(api: Api) -> None:
+    args = qr_args(api, node_count=2, node_prefix="ms", tier="guaranteed")
+    normal = run_module("tpu_queued_resource", args)
+    assert not normal.failed, normal.msg
+    api.reset_calls()
+    checked = run_module("tpu_queued_resource", args, check=True)
+    assert not checked.failed, checked.msg
+    assert checked["changed"] is False and checked["state"] == "ACTIVE"
+    assert [n["name"] for n in checked["nodes"]] == ["ms-0", "ms-1"]
+    assert checked["nodes"] == normal["nodes"]
+    assert api.mutating_calls() == {}, api.calls()
+
+
 def test_failed_request_is_explained_with_the_api_reason() -> None:
     failed = {
         "queuedResourceId": "qr-a",

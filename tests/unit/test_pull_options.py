@@ -70,6 +70,9 @@ def test_a_bad_mode_is_named_with_its_value_and_the_allowed_ones(value):
         ("installer", "conda", "allowed: uv, pip"),
         ("auth_kind", "application", "allowed: machineaccount, accesstoken"),
         ("api_endpoint", "ftp://x", "an http(s) URL"),
+        # the workers' inventory sends its token there: https, or http to a loopback address
+        ("api_endpoint", "http://host.docker.internal:8571/v2", "plain http to host.docker"),
+        ("api_endpoint", "http://10.0.0.5/v2", "tpu_provision_pull_api_endpoint is"),
         ("vars", ["a"], "tpu_provision_pull_vars must be a mapping"),
         ("wait", "maybe", "tpu_provision_pull_wait must be true or false"),
         ("timeout", 0, "tpu_provision_pull_timeout"),
@@ -79,6 +82,15 @@ def test_a_bad_mode_is_named_with_its_value_and_the_allowed_ones(value):
 def test_each_pull_variable_is_checked(key, value, words):
     got = pull_options({**BASE, key: value})
     assert not got["ok"] and words in got["message"], got["message"]
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["https://tpu.googleapis.com/v2", "https://10.0.0.5:8443/v2", "http://127.0.0.1:8470/v2"],
+)
+def test_https_endpoints_and_loopback_http_pass(endpoint):
+    got = pull_options({**BASE, "api_endpoint": endpoint})
+    assert got["ok"], got["message"]
 
 
 def test_the_token_is_required_with_accesstoken_and_never_in_the_message():
@@ -120,7 +132,7 @@ def test_the_token_goes_only_into_a_root_only_file():
             **BASE,
             "auth_kind": "accesstoken",
             "access_token": TOKEN,
-            "api_endpoint": "http://host.docker.internal:8571/v2",
+            "api_endpoint": "https://tpu.internal.example:8571/v2",
             "vars": {"tpu_python_version": "3.10"},
         }
     )
@@ -130,7 +142,7 @@ def test_the_token_goes_only_into_a_root_only_file():
     block = text[: lines[0]]
     assert "umask 077" in block[-3:-1] or "umask 077" in "\n".join(block[-4:])
     assert text[lines[0]] == f"export GCP_ACCESS_TOKEN={TOKEN}"
-    assert "export CLOUDTPU_API_ENDPOINT=http://host.docker.internal:8571/v2" in script
+    assert "export CLOUDTPU_API_ENDPOINT=https://tpu.internal.example:8571/v2" in script
     assert "set -x" not in script and "echo $GCP" not in script
     assert '"tpu_python_version": "3.10"' in script
 
