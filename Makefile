@@ -79,14 +79,21 @@ docs: setup ## The collection docs site in .cache/docs/build/html (antsibull-doc
 unit: setup ## Unit tests (pytest, no Docker)
 	pytest -q --durations=15 tests/unit
 
+# Test files run side by side (pytest-xdist), each file whole in one worker (its module fixtures,
+# a pod say, are made once); every worker has a fact cache of its own (tests/integration/conftest.py).
+INTEGRATION_JOBS ?= 3
+JOURNEY_JOBS ?= 2
+
 integration: setup image host-tools ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
-	pytest -q --durations=15 tests/integration
+	pytest -q -n $(INTEGRATION_JOBS) --dist loadfile --durations=15 tests/integration
 
 # The README's journeys (Day two, then queued resources, multislice, babysit), verbatim and in
-# order, each on a demo pod of its own (its own folder, port and container labels, so a demo of
-# yours keeps running); the block extractor's tests first.
+# order, each on a demo pod of its own (its own folder, port, container labels, fact cache and
+# state folder, so a demo of yours keeps running), JOURNEY_JOBS of them side by side; each step's
+# output is in .cache/journey/. The block extractor's tests first.
 journey: setup image host-tools ## The README's journeys run as written on demo pods (Day two, queued resources, multislice, babysit)
-	pytest -q -s tests/journey/test_readme_blocks.py tests/journey/test_journey*.py
+	pytest -q tests/journey/test_readme_blocks.py
+	pytest -q -n $(JOURNEY_JOBS) --dist loadfile --durations=15 tests/journey/test_journey*.py
 
 sanity: setup ## ansible-test sanity on the collection as built (plugins, roles and their scripts), shellcheck
 	tools/sanity.sh

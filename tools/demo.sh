@@ -35,6 +35,9 @@ demo_env() {
   # Facts of this demo's workers, kept apart from every other pod's: host names repeat across
   # demos and inventories (demo-w0), and a fact cache shared by two pods hands one the other's.
   export ANSIBLE_CACHE_PLUGIN_CONNECTION="$demo/facts"
+  # What the playbooks record on this machine (the SSH config files written, for refreshes)
+  # stays with this demo too: every demo's block is named after the same inventory.
+  export CLOUDTPU_STATE_DIR="$demo/state"
   # This demo's folder and port, for ssh -F "$DEMO_DIR/ssh_config" and make demo-down.
   export DEMO_DIR="$demo" DEMO_PORT="$port"
 }
@@ -97,7 +100,7 @@ case "${1:-up}" in
     demo_env
     for v in PATH ANSIBLE_CONFIG CLOUDTPU_API_ENDPOINT CLOUDTPU_PROJECT CLOUDTPU_ZONES GCP_AUTH_KIND \
       GCP_ACCESS_TOKEN ANSIBLE_REMOTE_USER ANSIBLE_PRIVATE_KEY_FILE ANSIBLE_SSH_COMMON_ARGS \
-      ANSIBLE_INVENTORY ANSIBLE_CACHE_PLUGIN_CONNECTION DEMO_DIR DEMO_PORT; do
+      ANSIBLE_INVENTORY ANSIBLE_CACHE_PLUGIN_CONNECTION CLOUDTPU_STATE_DIR DEMO_DIR DEMO_PORT; do
       printf 'export %s=%q\n' "$v" "${!v}"
     done
     ;;

@@ -110,6 +110,29 @@ def table(results: list[Result], origin: float, total: float) -> str:
     return "\n".join(lines)
 
 
+def cpu_times() -> tuple[float, float] | None:
+    """(busy, all) CPU seconds of the whole machine since boot, from /proc/stat (Linux)."""
+    try:
+        fields = Path("/proc/stat").read_text(encoding="ascii").splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    ticks = [int(f) for f in fields[:8]]
+    hertz = os.sysconf("SC_CLK_TCK")
+    idle = ticks[3] + ticks[4]  # idle and iowait
+    return (sum(ticks) - idle) / hertz, sum(ticks) / hertz
+
+
+def cpu_line(before: tuple[float, float] | None, after: tuple[float, float] | None) -> str:
+    """How busy the machine's CPUs were between two cpu_times() readings."""
+    if before is None or after is None or after[1] <= before[1]:
+        return ""
+    busy, every = after[0] - before[0], after[1] - before[1]
+    return (
+        f"machine CPU: {_clock(busy)} busy of {_clock(every)} "
+        f"({100 * busy / every:.0f}% of {os.cpu_count()} CPUs)"
+    )
+
+
 def _clock(seconds: float) -> str:
     whole = max(0, round(seconds))
     return f"{whole // 60}:{whole % 60:02d}"
@@ -134,6 +157,7 @@ def run(
     print_lock = threading.Lock()
     origin = time.monotonic()
     last_beat = origin
+    cpu_before = cpu_times()
 
     def say(text: str) -> None:
         with print_lock:
@@ -190,6 +214,9 @@ def run(
     total = time.monotonic() - origin
     ordered = [results[s.name] for s in stages]
     summary = ["", "================ stages ================", table(ordered, origin, total)]
+    cpu = cpu_line(cpu_before, cpu_times())
+    if cpu:
+        summary.append(cpu)
     tests = slowest([(r.stage.name, r.log) for r in ordered if r.code is not None])
     if tests:
         summary.append("\nslowest tests (pytest --durations of every stage):")

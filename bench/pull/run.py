@@ -13,8 +13,9 @@ the ansible processes this script starts and waits for: resource.getrusage(RUSAG
 around them). The workers' own CPU is not the controller's and is not counted on either side.
 
 The workers clone this repository's HEAD from ``git daemon`` on this machine and call the
-emulator's API, which listens on every address, as host.docker.internal. Sides alternate order
-between worker counts.
+emulator's API, which listens on every address, as host.docker.internal over plain http: not a
+loopback address, so the pull runs name that host in ``tpu_provision_pull_api_http_hosts`` (the
+bench token crosses the Docker network in clear). Sides alternate order between worker counts.
 
     bench/pull/run.py --workers 1 2 4 --markdown BENCHMARKS.md
 
@@ -210,6 +211,8 @@ class Bench:
                     "tpu_provision_pull_auth_kind": "accesstoken",
                     "tpu_provision_pull_access_token": "bench-token",
                     "tpu_provision_pull_api_endpoint": f"http://host.docker.internal:{self.opts.port}/v2",
+                    # plain http beyond loopback, asked for by name (the token is a bench one)
+                    "tpu_provision_pull_api_http_hosts": ["host.docker.internal"],
                     "tpu_provision_pull_installer": self.opts.installer,
                     # nowait: provision returns once SSH answers; the workers go on alone
                     "tpu_provision_pull_wait": kind == "pull",

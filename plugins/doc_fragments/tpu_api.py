@@ -56,10 +56,22 @@ options:
         private endpoint, a proxy or the collection's local emulator.
       - Falls back to E(CLOUDTPU_API_ENDPOINT), like the tpu_vm inventory plugin.
       - Every call carries the access token, so the URL must be C(https://), or C(http://) to a
-        loopback address of this machine only (C(127.0.0.1) and the rest of C(127.0.0.0/8),
-        C(::1), C(localhost)), as the local emulator is; a user name or password in it is
-        refused too.
+        loopback address of this machine (C(127.0.0.1) and the rest of C(127.0.0.0/8),
+        C(::1), C(localhost)), as the local emulator is, or to a host named in O(http_hosts);
+        a user name or password in it is refused too.
     type: str
+  http_hosts:
+    description:
+      - Hosts that O(base_url) may reach over plain C(http://) although they are not this
+        machine, such as C(host.docker.internal) for the local emulator seen from its Docker
+        workers. Each one is named alone, exactly as the host of the URL (a name or an
+        address; no wildcard, port or URL). Empty, the default, allows none.
+      - Plain http sends the access token across the network unencrypted, where anyone on the
+        way can read it and use it; name a host only on a network you trust.
+      - Falls back to E(CLOUDTPU_API_HTTP_HOSTS) (a comma-separated list), like the tpu_vm
+        inventory plugin.
+    type: list
+    elements: str
   retries:
     description: Attempts per API call when it answers 429 or 5xx or cannot be reached.
     type: int

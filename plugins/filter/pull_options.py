@@ -13,7 +13,9 @@ from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options import (
+    HTTP_HOSTS_ENV,
     base_url_problem,
+    parse_http_hosts,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import number_problem
 
@@ -30,12 +32,17 @@ description:
     playbook can assert on it before any node is created.
   - With V(push) (the default) only C(bootstrap) is checked; the other variables are ignored.
   - The access token (C(access_token)) is never part of the message.
+  - C(api_endpoint) must be C(https://), or C(http://) to a loopback address or to a host named
+    in C(api_http_hosts) (C(tpu_provision_pull_api_http_hosts)), since the workers' inventory
+    sends its token with every call; the named hosts reach the workers as
+    E(CLOUDTPU_API_HTTP_HOSTS).
 positional: _input
 options:
   _input:
     description: The raw values (None or missing takes the default), keys C(bootstrap),
       C(repo), C(version), C(tags), C(ansible), C(requirements), C(installer), C(uv_version),
-      C(auth_kind), C(access_token), C(api_endpoint), C(vars), C(wait), C(timeout),
+      C(auth_kind), C(access_token), C(api_endpoint), C(api_http_hosts), C(vars), C(wait),
+      C(timeout),
       C(login_user), C(project), C(zone), C(nodes), C(metadata) (the user's own node metadata).
     type: dict
     required: true
@@ -185,6 +192,12 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
             "tpu_provision_pull_access_token must be set (printable characters, no spaces) with "
             "tpu_provision_pull_auth_kind=accesstoken; its value is not shown."
         )
+    # the one exception to https, asked for by name: hosts the workers may call over plain http
+    http_hosts, hosts_problem = parse_http_hosts(
+        raw.get("api_http_hosts"), "tpu_provision_pull_api_http_hosts"
+    )
+    if hosts_problem:
+        problems.append(hosts_problem)
     endpoint = raw.get("api_endpoint") or ""
     if endpoint:
         before = len(problems)
@@ -196,7 +209,12 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
             problems,
         )
         # the workers' inventory sends its token there: the client's own rule, said up front
-        problem = base_url_problem(endpoint, "tpu_provision_pull_api_endpoint")
+        problem = base_url_problem(
+            endpoint,
+            "tpu_provision_pull_api_endpoint",
+            http_hosts=http_hosts,
+            http_hosts_name="tpu_provision_pull_api_http_hosts",
+        )
         if problem and len(problems) == before:
             problems.append(problem)
     extra = raw.get("vars") or {}
@@ -234,6 +252,8 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
         env["GCP_ACCESS_TOKEN"] = str(token)
     if endpoint:
         env["CLOUDTPU_API_ENDPOINT"] = str(endpoint).strip()
+    if http_hosts:
+        env[HTTP_HOSTS_ENV] = ",".join(http_hosts)
     packages = [ansible, *requirements]
     result.update(
         ok=not problems,

@@ -152,12 +152,27 @@ options:
     description:
       - Root of the TPU v2 API. Point it at a private endpoint, a proxy or the local emulator.
       - Every call carries the access token, so the URL must be C(https://), or C(http://) to a
-        loopback address of this machine only (C(127.0.0.1) and the rest of C(127.0.0.0/8),
-        C(::1), C(localhost)), as the local emulator is.
+        loopback address of this machine (C(127.0.0.1) and the rest of C(127.0.0.0/8),
+        C(::1), C(localhost)), as the local emulator is, or to a host named in O(http_hosts).
     type: str
     default: https://tpu.googleapis.com/v2
     env:
       - name: CLOUDTPU_API_ENDPOINT
+  http_hosts:
+    description:
+      - Hosts that O(base_url) may reach over plain C(http://) although they are not this
+        machine, such as C(host.docker.internal) for the local emulator seen from its Docker
+        workers (provision.yml's pull mode sets it on the workers from
+        C(tpu_provision_pull_api_http_hosts)). Each one is named alone, exactly as the host of
+        the URL (a name or an address; no wildcard, port or URL). Empty, the default, allows none.
+      - Plain http sends the access token across the network unencrypted, where anyone on the
+        way can read it and use it; name a host only on a network you trust.
+      - From the environment, a comma-separated list.
+    type: list
+    elements: str
+    default: []
+    env:
+      - name: CLOUDTPU_API_HTTP_HOSTS
   page_size:
     description: Nodes asked for per list call; the API may answer with fewer.
     type: int
@@ -276,6 +291,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         return TpuClient.from_params(
             params,
             base_url=self.get_option("base_url"),
+            http_hosts=self.get_option("http_hosts"),
             retries=self.get_option("retries"),
             backoff=self.get_option("retry_backoff"),
             max_sleep=self.get_option("retry_max_sleep"),

@@ -6,7 +6,8 @@ Authentication comes from ``tpu_auth.py`` (auth kinds ``application``, ``service
 ``machineaccount`` and ``accesstoken``, as in the google.cloud collection). The base URL is an
 option with an environment fallback (``CLOUDTPU_API_ENDPOINT``) so that the local emulator, a
 private endpoint or a proxy can stand in for ``https://tpu.googleapis.com/v2``; the bearer token
-goes over https only, or plain http to a loopback address (``base_url_problem``).
+goes over https only, or plain http to a loopback address or to a host named in the
+``http_hosts`` option (env ``CLOUDTPU_API_HTTP_HOSTS``) (``base_url_problem``).
 
 The client follows ``nextPageToken``, retries 429 and 5xx answers with bounded exponential backoff
 and jitter, and turns API errors into :class:`TpuApiError` whose message says what to do.
@@ -43,8 +44,11 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options impor
     DEFAULT_BASE_URL,
     DEFAULT_SCOPES,
     ENDPOINT_ENV,
+    HTTP_HOSTS_ENV,
     auth_argument_spec,
     base_url_problem,
+    http_hosts_problem,
+    parse_http_hosts,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_transport import (
     HAS_GOOGLE_AUTH,
@@ -63,6 +67,7 @@ __all__ = [
     "ENDPOINT_ENV",
     "HAS_GOOGLE_AUTH",
     "HAS_REQUESTS",
+    "HTTP_HOSTS_ENV",
     "PERMISSION_ROLES",
     "USER_AGENT",
     "TpuApiError",
@@ -71,6 +76,8 @@ __all__ = [
     "auth_argument_spec",
     "base_url_problem",
     "error_from_response",
+    "http_hosts_problem",
+    "parse_http_hosts",
 ]
 
 ALL_ZONES = "-"

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The options every module that talks to the TPU API accepts (:func:`auth_argument_spec`), and
 the defaults behind them: the API root, its environment override, the OAuth scope and the auth
-kinds; and :func:`base_url_problem`, the rule for where the client may send its bearer token.
+kinds; and :func:`base_url_problem`, the rule for where the client may send its bearer token,
+with its one exception asked for by name: the hosts that may be reached over plain http
+(:func:`parse_http_hosts`, option ``http_hosts``, env ``CLOUDTPU_API_HTTP_HOSTS``).
 
 The tpu_api doc fragment (``plugins/doc_fragments/tpu_api.py``) documents the same options.
 """
@@ -16,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ansible.module_utils.basic import env_fallback
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import _shown
 
 DEFAULT_BASE_URL = "https://tpu.googleapis.com/v2"
 ENDPOINT_ENV = "CLOUDTPU_API_ENDPOINT"
@@ -23,13 +26,22 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 DEFAULT_SCOPES = [CLOUD_PLATFORM_SCOPE]
 AUTH_KINDS = ["application", "serviceaccount", "machineaccount", "accesstoken"]
 BASE_URL_NAME = f"base_url (env {ENDPOINT_ENV})"
+HTTP_HOSTS_ENV = "CLOUDTPU_API_HTTP_HOSTS"
+HTTP_HOSTS_NAME = f"http_hosts (env {HTTP_HOSTS_ENV})"
 BASE_URL_ALLOWED = (
     f"an https:// URL of the API root such as {DEFAULT_BASE_URL}, or http:// to this machine"
-    " only (127.0.0.1, ::1 or localhost, as the local emulator)"
+    " (127.0.0.1, ::1 or localhost, as the local emulator)"
+)
+HTTP_HOSTS_ALLOWED = (
+    "a list (or a comma-separated string) of host names or addresses, each exactly as the host"
+    " of the API URL, such as host.docker.internal or 10.0.0.5; empty (the default) allows none"
 )
 # The host part of a URL the client takes: a name or address and a port, nothing else (no user
 # or password, no backslash or space that two URL parsers could read in two ways).
 _NETLOC = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+# One host name of http_hosts: dot-separated labels, no wildcard, no trailing dot.
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 
 
 def _loopback(host: str) -> bool:
@@ -42,14 +54,87 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def base_url_problem(value: Any, name: str = BASE_URL_NAME) -> str:
-    """Why the client must not send its bearer token to the API root ``value``; ``''`` when it
-    may: https to any host, plain http only to this machine (the local emulator). ``name`` is
-    the option or variable the message names."""
-    shown = json.dumps(value) if isinstance(value, str) else repr(value)
+def _host_key(host: str) -> str:
+    """``host`` as it is compared: an address in its one written form, a name in lower case."""
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host.lower()
 
-    def problem(reason: str) -> str:
-        return f"{name} is {shown}: {reason}; allowed: {BASE_URL_ALLOWED}."
+
+def _host_entry_problem(entry: str) -> str:
+    """Why one entry of http_hosts is not a host name or address; ``''`` when it is."""
+    if entry == "":
+        return "an entry is empty"
+    if "*" in entry or "?" in entry:
+        return f"{_shown(entry)} is a pattern; name each host that may be reached over plain http"
+    if "/" in entry or "@" in entry:
+        return f"{_shown(entry)} is a URL or an address range, not a host; write each host alone"
+    try:
+        ipaddress.ip_address(entry)
+        return ""
+    except ValueError:
+        pass
+    if ":" in entry or "[" in entry:
+        return f"{_shown(entry)} has a port or brackets; write the host alone"
+    if len(entry) > 253 or not _HOST_NAME.fullmatch(entry):
+        return f"{_shown(entry)} is not a host name or address"
+    return ""
+
+
+def parse_http_hosts(value: Any, name: str = HTTP_HOSTS_NAME) -> tuple[list[str], str]:
+    """The hosts that may be reached over plain http (``value``: a list, or a comma-separated
+    string as from the environment; None or empty for none), and why ``value`` is refused
+    (``''`` when it is not). ``name`` is the option or variable the message names.
+
+    Each entry is a host name or an address written alone, as in the API URL; spaces around an
+    entry are dropped. An empty entry, a wildcard, a URL, a port or anything else is refused,
+    since the exception is for the hosts named, and no other."""
+    if value is None or value == "" or value == [] or value == ():
+        return [], ""
+    if isinstance(value, str):
+        entries = value.split(",")
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        entries = list(value)
+    else:
+        reason = "not a list of host names"
+        return [], f"{name} is {_shown(value)}: {reason}; allowed: {HTTP_HOSTS_ALLOWED}."
+    # an empty variable reaches a list option as [""] (Ansible splits "" into one empty entry)
+    if entries == [""]:
+        return [], ""
+    hosts = [entry.strip(" ") for entry in entries]
+    for entry in hosts:
+        reason = _host_entry_problem(entry)
+        if reason:
+            return [], f"{name} is {_shown(value)}: {reason}; allowed: {HTTP_HOSTS_ALLOWED}."
+    return hosts, ""
+
+
+def http_hosts_problem(value: Any, name: str = HTTP_HOSTS_NAME) -> str:
+    """Why ``value`` is not a list of hosts that may be reached over plain http; ``''`` if ok."""
+    return parse_http_hosts(value, name)[1]
+
+
+def base_url_problem(
+    value: Any,
+    name: str = BASE_URL_NAME,
+    http_hosts: Any = None,
+    http_hosts_name: str = HTTP_HOSTS_NAME,
+) -> str:
+    """Why the client must not send its bearer token to the API root ``value``; ``''`` when it
+    may: https to any host, plain http to this machine (the local emulator) or to a host named
+    in ``http_hosts`` (see :func:`parse_http_hosts`), the exception asked for by name in the
+    option or variable ``http_hosts_name``. ``name`` is the option or variable of ``value``;
+    a refused ``http_hosts`` is the problem too."""
+    shown = json.dumps(value) if isinstance(value, str) else repr(value)
+    allowed_hosts, hosts_problem = parse_http_hosts(http_hosts, http_hosts_name)
+    if hosts_problem:
+        return hosts_problem
+    named = ", ".join(allowed_hosts) if allowed_hosts else "none"
+    allowed = f"{BASE_URL_ALLOWED} or to a host named in {http_hosts_name} (now {named})"
+
+    def problem(reason: str, hint: str = "") -> str:
+        return f"{name} is {shown}: {reason}; allowed: {allowed}.{hint}"
 
     if not isinstance(value, str) or not value:
         return problem("not a URL")
@@ -68,10 +153,12 @@ def base_url_problem(value: Any, name: str = BASE_URL_NAME) -> str:
     if not _NETLOC.fullmatch(parts.netloc) or not port_ok:
         return problem(f"its host part {parts.netloc} is not a host name or address and a port")
     host = parts.hostname or ""
-    if parts.scheme == "http" and not _loopback(host):
+    named_hosts = {_host_key(h) for h in allowed_hosts}
+    if parts.scheme == "http" and not _loopback(host) and _host_key(host) not in named_hosts:
         return problem(
             f"plain http to {host}, not a loopback address of this machine, would send the "
-            "access token over the network unencrypted"
+            "access token over the network unencrypted",
+            f" To allow it on a network you trust, name {host} in {http_hosts_name}.",
         )
     return ""
 
@@ -110,6 +197,11 @@ def auth_argument_spec() -> dict[str, dict[str, Any]]:
             "fallback": (env_fallback, ["GCP_SCOPES"]),
         },
         "base_url": {"type": "str", "fallback": (env_fallback, [ENDPOINT_ENV])},
+        "http_hosts": {
+            "type": "list",
+            "elements": "str",
+            "fallback": (env_fallback, [HTTP_HOSTS_ENV]),
+        },
         "retries": {"type": "int", "default": 5},
         "retry_max_sleep": {"type": "float", "default": 16.0},
         "request_timeout": {"type": "float", "default": 60.0},

@@ -47,8 +47,10 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options impor
     DEFAULT_BASE_URL,
     DEFAULT_SCOPES,
     ENDPOINT_ENV,
+    HTTP_HOSTS_ENV,
     auth_argument_spec,
     base_url_problem,
+    http_hosts_problem,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_shapes import answer_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_auth import (
@@ -99,11 +101,20 @@ class TpuApiTransport:
         session: Any = None,
         sleep: Callable[[float], None] = time.sleep,
         rand: Callable[[float, float], float] = random.uniform,
+        http_hosts: Any = None,
     ) -> None:
         params = getattr(module, "params", {}) or {}
         url = base_url or params.get("base_url") or os.environ.get(ENDPOINT_ENV) or DEFAULT_BASE_URL
-        # The bearer token goes with every call: over https, or plain http to this machine only.
-        problem = base_url_problem(url)
+        # The bearer token goes with every call: over https, or plain http to this machine, or
+        # to the hosts named in http_hosts (the exception asked for by name).
+        if http_hosts is None:
+            http_hosts = params.get("http_hosts")
+        if http_hosts is None:
+            http_hosts = os.environ.get(HTTP_HOSTS_ENV)
+        problem = http_hosts_problem(http_hosts)
+        if problem:
+            raise TpuApiError(problem, reason="BAD_HTTP_HOSTS")
+        problem = base_url_problem(url, http_hosts=http_hosts)
         if problem:
             raise TpuApiError(problem, reason="BAD_BASE_URL")
         self.base_url = url.rstrip("/")

@@ -1,9 +1,9 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
 """Checks of a tpu_vm inventory source (the plugin calls :func:`config_problems` before any API
-call): unknown keys, node states, the host name template and the numeric options. Each returns
-``''`` (or no problems) when fine, else sentences naming the key, the value and what is allowed,
-as the checks of :mod:`tpu_checks` do."""
+call): unknown keys, node states, the host name template, the hosts allowed over plain http and
+the numeric options. Each returns ``''`` (or no problems) when fine, else sentences naming the
+key, the value and what is allowed, as the checks of :mod:`tpu_checks` do."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options import (
+    HTTP_HOSTS_NAME,
+    http_hosts_problem,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     _shown,
     option_problems,
@@ -99,7 +103,8 @@ def hostname_problem(value: Any, name: str = "hostname", sample: Mapping | None 
 
 
 def config_problems(config: Mapping[str, Any], known: Iterable[str]) -> list[str]:
-    """Problems of a tpu_vm inventory source: unknown keys, states, host names and numbers.
+    """Problems of a tpu_vm inventory source: unknown keys, states, host names, the hosts
+    allowed over plain http and numbers.
 
     ``config`` is the source file's mapping as written (with ``plugin``); ``known`` the option
     names the plugin documents.
@@ -116,5 +121,7 @@ def config_problems(config: Mapping[str, Any], known: Iterable[str]) -> list[str
         problems.append(states_problem(config["states"], "states"))
     if config.get("hostname") is not None:
         problems.append(hostname_problem(config["hostname"], "hostname"))
+    if config.get("http_hosts") is not None:
+        problems.append(http_hosts_problem(config["http_hosts"], HTTP_HOSTS_NAME))
     problems.extend(option_problems(config))
     return [p for p in problems if p]

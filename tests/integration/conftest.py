@@ -19,6 +19,16 @@ from tools.tpu_emulator.testing import REPO, TOKEN, EmulatorProcess, admin
 VENV_BIN = Path(sys.executable).parent
 
 
+def pytest_configure(config: object) -> None:
+    """Under pytest-xdist (make integration), each worker runs whole test files one after the
+    other, as a single pytest would, with a fact cache of its own: ansible.cfg's cache is one
+    folder keyed by host name, and test pods of two files running at once share host names
+    (demo-w0). A test that needs a cache of its own still sets ANSIBLE_CACHE_PLUGIN_CONNECTION."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        os.environ["ANSIBLE_CACHE_PLUGIN_CONNECTION"] = str(REPO / ".cache" / f"facts-{worker}")
+
+
 @dataclass
 class InventoryRun:
     returncode: int

@@ -5,7 +5,9 @@ local connection) while the controller only waits for its result.
 
 The repository's own HEAD is served to the worker by `git daemon` on this machine
 (git://host.docker.internal:PORT/), and the emulator listens on every address so the worker's
-inventory reaches its API. One worker (v4-8) and the python and libtpu roles only, to keep it
+inventory reaches its API, over plain http to host.docker.internal: not a loopback address, so
+the run names that host in tpu_provision_pull_api_http_hosts (the demo token crosses the Docker
+network in clear). One worker (v4-8) and the python and libtpu roles only, to keep it
 short. Checked from the controller over SSH: the pull's exit code file says 0, the login user's
 venv runs, tpu-unlock is installed, and provision's own output ran no site.yml task. Then
 recover.yml recreates the node: it waits for the new worker's own pull (the startup-script comes
@@ -146,6 +148,7 @@ def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_
         "tpu_provision_pull_auth_kind": "accesstoken",
         "tpu_provision_pull_access_token": "demo-token",
         "tpu_provision_pull_api_endpoint": f"http://host.docker.internal:{port}/v2",
+        "tpu_provision_pull_api_http_hosts": ["host.docker.internal"],
         "tpu_provision_pull_vars": {"tpu_python_version": PYTHON},
         "tpu_provision_pull_timeout": 900,
     }

@@ -71,8 +71,12 @@ def test_a_bad_mode_is_named_with_its_value_and_the_allowed_ones(value):
         ("auth_kind", "application", "allowed: machineaccount, accesstoken"),
         ("api_endpoint", "ftp://x", "an http(s) URL"),
         # the workers' inventory sends its token there: https, or http to a loopback address
+        # or to a host named in tpu_provision_pull_api_http_hosts
         ("api_endpoint", "http://host.docker.internal:8571/v2", "plain http to host.docker"),
         ("api_endpoint", "http://10.0.0.5/v2", "tpu_provision_pull_api_endpoint is"),
+        ("api_http_hosts", "*", 'tpu_provision_pull_api_http_hosts is "*": "*" is a pattern'),
+        ("api_http_hosts", ["a", ""], "tpu_provision_pull_api_http_hosts is"),
+        ("api_http_hosts", {"a": 1}, "not a list of host names"),
         ("vars", ["a"], "tpu_provision_pull_vars must be a mapping"),
         ("wait", "maybe", "tpu_provision_pull_wait must be true or false"),
         ("timeout", 0, "tpu_provision_pull_timeout"),
@@ -91,6 +95,81 @@ def test_each_pull_variable_is_checked(key, value, words):
 def test_https_endpoints_and_loopback_http_pass(endpoint):
     got = pull_options({**BASE, "api_endpoint": endpoint})
     assert got["ok"], got["message"]
+
+
+DOCKER = "http://host.docker.internal:8571/v2"
+HOSTS = "tpu_provision_pull_api_http_hosts"
+
+
+@pytest.mark.parametrize(
+    "hosts", [["host.docker.internal"], "host.docker.internal", "10.0.0.5, host.docker.internal"]
+)
+def test_plain_http_to_a_host_named_in_the_opt_in_passes(hosts):
+    got = pull_options({**BASE, "api_endpoint": DOCKER, "api_http_hosts": hosts})
+    assert got["ok"], got["message"]
+
+
+@pytest.mark.parametrize(
+    ("hosts", "words"),
+    [
+        (None, f"or to a host named in {HOSTS} (now none)"),
+        ([], f"or to a host named in {HOSTS} (now none)"),
+        ("", f"or to a host named in {HOSTS} (now none)"),
+        (["10.0.0.5"], f"or to a host named in {HOSTS} (now 10.0.0.5)"),
+        (["docker.internal"], f"or to a host named in {HOSTS} (now docker.internal)"),
+        (["host.docker.internal.example"], "(now host.docker.internal.example)"),
+    ],
+)
+def test_plain_http_to_another_host_is_refused_naming_the_opt_in(hosts, words):
+    got = pull_options({**BASE, "api_endpoint": DOCKER, "api_http_hosts": hosts})
+    assert not got["ok"]
+    message = got["message"]
+    assert message.startswith(f'tpu_provision_pull_api_endpoint is "{DOCKER}": plain http to '), (
+        message
+    )
+    assert words in message, message
+    assert f"name host.docker.internal in {HOSTS}." in message, message
+
+
+@pytest.mark.parametrize(
+    ("hosts", "words"),
+    [
+        ("*", '"*" is a pattern; name each host'),
+        ("host.docker.internal,", "an entry is empty"),
+        ("http://host.docker.internal:8571", "is a URL or an address range"),
+        ("host.docker.internal:8571", "has a port or brackets"),
+        (["host.docker.internal\n"], "is not a host name or address"),
+    ],
+)
+def test_hostile_host_lists_are_refused_and_allow_nothing(hosts, words):
+    got = pull_options({**BASE, "api_endpoint": DOCKER, "api_http_hosts": hosts})
+    assert not got["ok"]
+    assert got["message"].startswith(f"{HOSTS} is "), got["message"]
+    assert words in got["message"] and "empty (the default) allows none." in got["message"]
+    # the endpoint is refused too: a refused list names no host
+    assert "tpu_provision_pull_api_endpoint is" in got["message"], got["message"]
+
+
+def test_the_hosts_named_reach_the_workers_environment():
+    options = {
+        **BASE,
+        "auth_kind": "accesstoken",
+        "access_token": TOKEN,
+        "api_endpoint": DOCKER,
+        "api_http_hosts": [" host.docker.internal", "10.0.0.5"],
+    }
+    got = pull_options(options)
+    assert got["ok"], got["message"]
+    assert "export CLOUDTPU_API_HTTP_HOSTS=host.docker.internal,10.0.0.5\n" in got["env"]
+    script = render(options)
+    assert f"export CLOUDTPU_API_ENDPOINT={DOCKER}\n" in script
+    assert "export CLOUDTPU_API_HTTP_HOSTS=host.docker.internal,10.0.0.5\n" in script
+    # none named, none written
+    assert "CLOUDTPU_API_HTTP_HOSTS" not in render(BASE)
+
+
+def test_push_ignores_the_host_list():
+    assert pull_options({"bootstrap": "push", "api_http_hosts": "*"})["ok"]
 
 
 def test_the_token_is_required_with_accesstoken_and_never_in_the_message():

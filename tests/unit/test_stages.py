@@ -100,3 +100,13 @@ def test_unknown_stage_and_bad_jobs_are_refused(capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit):
         stages.main(["--jobs", "0", "--only", "lint"])
     assert "--jobs must be 1 or more, got 0" in capsys.readouterr().err
+
+
+def test_cpu_line_says_how_busy_the_machine_was() -> None:
+    line = stages.cpu_line((100.0, 400.0), (160.0, 520.0))
+    assert line.startswith("machine CPU: 1:00 busy of 2:00 (50% of "), line
+    assert stages.cpu_line(None, (1.0, 2.0)) == ""
+    assert stages.cpu_line((1.0, 2.0), (1.0, 2.0)) == ""
+    reading = stages.cpu_times()
+    if reading is not None:  # Linux
+        assert 0 <= reading[0] <= reading[1]
