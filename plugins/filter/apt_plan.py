@@ -10,7 +10,7 @@ from typing import Any
 DOCUMENTATION = r"""
 name: apt_plan
 author: cloudtpu.pod maintainers
-version_added: 0.3.0
+version_added: 0.2.0
 short_description: The packages that the roles of this run will install, each once
 description:
   - Given each role's apt packages that are known before the role runs, and the run's tags,

@@ -21,7 +21,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
 DOCUMENTATION = r"""
 name: logs_options
 author: cloudtpu.pod maintainers
-version_added: 0.3.0
+version_added: 0.2.0
 short_description: Check and type the variables of playbooks/logs.yml
 description:
   - Takes the raw values (strings when they come from C(-e key=value)) and returns them typed,

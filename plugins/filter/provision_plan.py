@@ -11,7 +11,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued import pro
 DOCUMENTATION = r"""
 name: provision_plan
 author: cloudtpu.pod maintainers
-version_added: 0.3.0
+version_added: 0.2.0
 short_description: Whether capacity is requested through a queued resource or as plain nodes
 description:
   - With method V(auto), spot, guaranteed and flex-start capacity, and capacity from a

@@ -22,7 +22,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import num
 DOCUMENTATION = r"""
 name: pull_options
 author: cloudtpu.pod maintainers
-version_added: 0.3.0
+version_added: 0.2.0
 short_description: Check provision.yml's pull-mode variables, quoted for the startup script
 description:
   - Takes the raw values of provision.yml's C(tpu_provision_bootstrap) and C(tpu_provision_pull_*)

@@ -268,24 +268,8 @@ def python_source(
     )
 
 
-def python_packages_ahead(
-    version: Any, distribution: str, distribution_version: Any, prefer: str = "auto"
-) -> list[str]:
-    """python_source's packages when the release's own archive ships the version, else [].
-
-    Only then is the decision the same whatever the host's apt sources say, so a run can install
-    the packages before the python role looks at the host (cloudtpu.pod.apt_plan).
-    """
-    decision = python_source(version, distribution, distribution_version, prefer)
-    release = _release(str(distribution), str(distribution_version))
-    shipped = SYSTEM.get((str(distribution), release), ())
-    if decision["ok"] and decision["source"] == "system" and str(version) in shipped:
-        return list(decision["packages"])
-    return []
-
-
 class FilterModule:
-    """The python_source and python_packages_ahead filters."""
+    """cloudtpu.pod.python_source."""
 
     def filters(self) -> dict[str, Any]:
-        return {"python_source": python_source, "python_packages_ahead": python_packages_ahead}
+        return {"python_source": python_source}

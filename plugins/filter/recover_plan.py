@@ -11,7 +11,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_recover import re
 DOCUMENTATION = r"""
 name: recover_plan
 author: cloudtpu.pod maintainers
-version_added: 0.3.0
+version_added: 0.2.0
 short_description: What recover.yml does with each node
 description:
   - For each node (as M(cloudtpu.pod.tpu_node_info) returns it), one entry with C(action)

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: state_digest
 author: cloudtpu.pod maintainers
-version_added: 0.3.0
+version_added: 0.2.0
 short_description: The digest of a role's inputs, for its converged fast path
 description:
   - Returns a sha256 of the role's variables (O(_input), every option of its argument spec),

@@ -14,7 +14,7 @@ import yaml
 DOCUMENTATION = r"""
 name: status_places
 author: cloudtpu.pod maintainers
-version_added: 0.3.0
+version_added: 0.2.0
 short_description: The projects and zones status.yml asks the TPU API about, and where it looked
 description:
   - Projects, unless O(projects) names them, are those of the inventory's hosts (the

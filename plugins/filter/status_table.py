@@ -8,6 +8,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.cloudtpu.pod.plugins.filter.status_api_errors import (
+    api_refused,
+    project_name,
+    status_api_errors,
+)
+
 DOCUMENTATION = r"""
 name: status_table
 author: cloudtpu.pod maintainers
@@ -179,26 +185,6 @@ def worker_lines(
     return lines
 
 
-def _project(place: Mapping[str, Any]) -> str:
-    return str(place.get("project") or place.get("item") or "?")
-
-
-def _refused(place: Mapping[str, Any]) -> bool:
-    """Whether a registered result is a failed API call: it says so (C(failed)), or it has no
-    C(nodes) but a C(msg), as C(failed_when: false) leaves it (C(failed) false)."""
-    return bool(place.get("failed") or (place.get("nodes") is None and place.get("msg")))
-
-
-def api_errors(looked_in: Sequence[Mapping[str, Any]] | None) -> list[str]:
-    """One line per project whose API call failed."""
-    errors = []
-    for place in looked_in or []:
-        if isinstance(place, Mapping) and _refused(place):
-            why = str(place.get("msg") or "no answer").strip()
-            errors.append(f"TPU API error for project {_project(place)}: {why[:1000]}")
-    return errors
-
-
 def _node_header(name: str, node: Mapping[str, Any], count: int) -> str:
     where = "/".join(p for p in (node.get("project"), node.get("zone")) if p) or "?"
     return (
@@ -223,7 +209,7 @@ def status_table(
         except (TypeError, ValueError):
             continue
     shown: set[str] = set()
-    lines: list[str] = api_errors(looked_in)
+    lines: list[str] = status_api_errors(looked_in)
     for node in sorted(nodes or [], key=lambda n: (str(n.get("zone")), str(n.get("name")))):
         name = str(node.get("name") or "?")
         workers = list(node.get("workers") or [])
@@ -254,9 +240,9 @@ def status_table(
             lines.extend(worker_lines(report, None, str(report.get("host")), ""))
     if not nodes and not reports:
         places = "; ".join(
-            f"project {_project(p)}, "
+            f"project {project_name(p)}, "
             + (f"zones {', '.join(p['zones'])}" if p.get("zones") else "every zone")
-            + (" (the API did not answer: see the error above)" if _refused(p) else "")
+            + (" (the API did not answer: see the error above)" if api_refused(p) else "")
             for p in looked_in
         )
         lines.append(
@@ -276,4 +262,4 @@ class FilterModule:
     """cloudtpu.pod.status_table."""
 
     def filters(self) -> dict[str, Any]:
-        return {"status_table": status_table, "status_api_errors": api_errors}
+        return {"status_table": status_table}

@@ -10,7 +10,7 @@ from typing import Any
 DOCUMENTATION = r"""
 name: worker_match_problem
 author: cloudtpu.pod maintainers
-version_added: 0.3.0
+version_added: 0.2.0
 short_description: Why no TPU worker matched ('' when some did), for a playbook's first assert
 description:
   - The one check, and its message, of every playbook that works on the workers (run.yml,

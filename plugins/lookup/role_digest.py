@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: role_digest
 author: cloudtpu.pod maintainers (@cloudtpu)
-version_added: 0.3.0
+version_added: 0.2.0
 short_description: The digest of the calling role's inputs, for its converged fast path
 description:
   - Called from a role's variables. Takes the value of every option of the role's argument spec

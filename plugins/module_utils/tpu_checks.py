@@ -26,7 +26,8 @@ it looks like: a control character (a line break, an escape...) or a Unicode bid
 control, which shows the text in another order than it has (:func:`unsafe_character`). A long
 value is shown shortened in a message (its start and its length).
 
-The filter plugins of the same names (``plugins/filter/checks.py``) expose these to Jinja.
+The filter plugins of the same names (``plugins/filter/<name>.py``, one file each) expose these
+to Jinja.
 """
 
 from __future__ import annotations

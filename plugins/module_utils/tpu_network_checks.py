@@ -21,7 +21,8 @@ value given and what is allowed):
   maps; one that holds all of ``::ffff:0:0/96`` (``::/8``...) counts as every IPv4 address.
 * :func:`address_problem`: a non-empty list of single IPv4 or IPv6 addresses.
 
-The filter plugins of the same names (``plugins/filter/checks.py``) expose these to Jinja.
+The filter plugins of the same names (``plugins/filter/<name>.py``, one file each) expose these
+to Jinja.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: tpu_state
 short_description: A role's converged state on a worker, looked at or recorded in one call
-version_added: 0.1.0
+version_added: 0.2.0
 author: cloudtpu.pod maintainers (@cloudtpu)
 description:
   - The collection's roles end their tasks with O(state=record). It keeps, in

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_collections.cloudtpu.pod.plugins.filter.apt_plan import FilterModule, apt_plan
-from ansible_collections.cloudtpu.pod.plugins.filter.python_source import (
-    SYSTEM,
+from ansible_collections.cloudtpu.pod.plugins.filter.python_packages_ahead import (
     python_packages_ahead,
-    python_source,
 )
+from ansible_collections.cloudtpu.pod.plugins.filter.python_source import SYSTEM, python_source
 
 REPO = Path(__file__).resolve().parents[2]
 PLANS = {
@@ -91,11 +90,10 @@ def test_python_waits_for_its_own_step_when_the_host_decides(version, dist, rele
 
 
 def test_python_ahead_is_registered_and_documented():
-    from ansible_collections.cloudtpu.pod.plugins.filter import python_source as module
+    from ansible_collections.cloudtpu.pod.plugins.filter import python_packages_ahead as module
 
-    assert module.FilterModule().filters()["python_packages_ahead"] is python_packages_ahead
-    doc = yaml.safe_load((REPO / "plugins/filter/python_packages_ahead.yml").read_text())
-    assert doc["DOCUMENTATION"]["name"] == "python_packages_ahead"
+    assert module.FilterModule().filters() == {"python_packages_ahead": python_packages_ahead}
+    assert yaml.safe_load(module.DOCUMENTATION)["name"] == "python_packages_ahead"
 
 
 def test_the_bootstrap_play_plans_the_roles_that_install_packages():

@@ -1,5 +1,5 @@
-"""The decisions of playbooks/babysit.yml (plugins/filter/babysit.py): its options, which run it
-watches, what it does after each check and how long it backs off. The playbook itself runs
+"""The decisions of playbooks/babysit.yml (plugins/filter/babysit_*.py): its options, which run
+it watches, what it does after each check and how long it backs off. The playbook itself runs
 against a demo pod with two preemptions in tests/journey/test_journey_babysit.py."""
 
 from __future__ import annotations
@@ -8,13 +8,10 @@ import json
 import os
 
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.filter.babysit import (
-    ROUNDS,
-    babysit_backoff,
-    babysit_decide,
-    babysit_options,
-    babysit_pick,
-)
+from ansible_collections.cloudtpu.pod.plugins.filter.babysit_backoff import babysit_backoff
+from ansible_collections.cloudtpu.pod.plugins.filter.babysit_decide import babysit_decide
+from ansible_collections.cloudtpu.pod.plugins.filter.babysit_options import ROUNDS, babysit_options
+from ansible_collections.cloudtpu.pod.plugins.filter.babysit_pick import babysit_pick
 
 OLD = "20261123T150000Z-aaaa"
 NEW = "20261123T160000Z-bbbb"

@@ -6,11 +6,11 @@ allowed; every accepted case to return exactly ''.
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.filter.checks import FilterModule
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     OPTION_LIMITS,
     device_glob_problem,
@@ -333,7 +333,18 @@ def test_option_defaults_pass() -> None:
 
 
 def test_filters_are_the_checks() -> None:
-    filters = FilterModule().filters()
+    """One filter file per check, named after it."""
+    filters = {}
+    for name in (
+        "path_problem",
+        "network_problem",
+        "address_problem",
+        "number_problem",
+        "device_glob_problem",
+        "gcp_name_problem",
+    ):
+        module = importlib.import_module(f"ansible_collections.cloudtpu.pod.plugins.filter.{name}")
+        filters.update(module.FilterModule().filters())
     assert filters == {
         "path_problem": path_problem,
         "network_problem": network_problem,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.filter.babysit import babysit_options
+from ansible_collections.cloudtpu.pod.plugins.filter.babysit_options import babysit_options
 from ansible_collections.cloudtpu.pod.plugins.filter.logs_options import logs_options
 from ansible_collections.cloudtpu.pod.plugins.filter.run_options import run_options
 from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import run_id_problem

@@ -7,11 +7,10 @@ import json
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.cloudtpu.pod.plugins.filter.ssh_config_plan import (
-    FilterModule,
-    ssh_config_record,
-    ssh_config_targets,
-)
+from ansible_collections.cloudtpu.pod.plugins.filter import ssh_config_record as record_plugin
+from ansible_collections.cloudtpu.pod.plugins.filter import ssh_config_targets as targets_plugin
+from ansible_collections.cloudtpu.pod.plugins.filter.ssh_config_record import ssh_config_record
+from ansible_collections.cloudtpu.pod.plugins.filter.ssh_config_targets import ssh_config_targets
 
 NAME = "inventories/gcp"
 DEMO = "/work/.demo/ssh_config"
@@ -45,7 +44,8 @@ def entry(path, user="", identity_file="", proxy_jump="", port=""):
 
 
 def test_registered():
-    assert set(FilterModule().filters()) == {"ssh_config_targets", "ssh_config_record"}
+    assert targets_plugin.FilterModule().filters() == {"ssh_config_targets": ssh_config_targets}
+    assert record_plugin.FilterModule().filters() == {"ssh_config_record": ssh_config_record}
 
 
 def test_a_plain_run_writes_one_file_with_the_explicit_options_only():

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from ansible_collections.cloudtpu.pod.plugins.filter import status_api_errors as errors_plugin
+from ansible_collections.cloudtpu.pod.plugins.filter.status_api_errors import status_api_errors
 from ansible_collections.cloudtpu.pod.plugins.filter.status_table import (
     FilterModule,
-    api_errors,
     describe_locks,
     format_uptime,
     parse_probe,
@@ -214,11 +215,13 @@ ANSWERED = {"item": "q", "changed": False, "failed": False, "nodes": [], "zones"
 
 
 def test_api_errors_of_a_loop_under_failed_when_false():
-    assert api_errors([ANSWERED]) == []
-    assert api_errors([REFUSED, ANSWERED]) == ["TPU API error for project p: " + REFUSED["msg"]]
+    assert status_api_errors([ANSWERED]) == []
+    assert status_api_errors([REFUSED, ANSWERED]) == [
+        "TPU API error for project p: " + REFUSED["msg"]
+    ]
     # failed absent, as a module result without it
-    assert len(api_errors([{k: v for k, v in REFUSED.items() if k != "failed"}])) == 1
-    assert FilterModule().filters()["status_api_errors"] is api_errors
+    assert len(status_api_errors([{k: v for k, v in REFUSED.items() if k != "failed"}])) == 1
+    assert errors_plugin.FilterModule().filters() == {"status_api_errors": status_api_errors}
 
 
 def test_refused_api_with_workers_shows_the_error_and_the_workers():
@@ -237,7 +240,7 @@ def test_refused_api_and_no_worker_does_not_say_nothing_is_there():
 
 
 def test_filter_is_registered():
-    assert FilterModule().filters()["status_table"] is status_table
+    assert FilterModule().filters() == {"status_table": status_table}
 
 
 # The probe, run as status.yml runs it (program on standard input) against folders made here.

@@ -1,22 +1,82 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The record of playbooks/ssh_config.yml: which SSH config files it wrote per block name, with
-their options, which of them a run writes, and the record after it (documentation:
-ssh_config_targets.yml and ssh_config_record.yml).
+"""The SSH config files playbooks/ssh_config.yml writes, with the options of each.
 
-The record is a JSON object ``{name: {"files": {path: options}}}``, where options are
-``path``, ``user``, ``identity_file``, ``proxy_jump`` and ``port`` (text, '' for the default).
-The earlier shape, one file per name (``{name: options}``), is still read.
+The record of the files written is a JSON object ``{name: {"files": {path: options}}}``, where
+options are ``path``, ``user``, ``identity_file``, ``proxy_jump`` and ``port`` (text, '' for the
+default). The earlier shape, one file per name (``{name: options}``), is still read.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+
+DOCUMENTATION = r"""
+name: ssh_config_targets
+author: cloudtpu.pod maintainers
+version_added: 0.2.0
+short_description: The SSH config files playbooks/ssh_config.yml writes, with the options of each
+description:
+  - Reads the record of the files written per block name (C(tpu_ssh_config_record)), in its
+    current shape (per name, C(files) maps each path to its options) or the earlier one (per
+    name, the options of the one file written last).
+  - Without I(refresh), one file, I(path) or else I(default_path), with the I(explicit) options.
+  - With I(refresh), every file recorded for I(name), each with its recorded options; only
+    I(path), else I(refresh_path), when one is given (with its recorded options, if any).
+    None when nothing is recorded.
+  - Explicit options win over recorded ones; an option given as C(None) is not given.
+positional: name, refresh, path, refresh_path, default_path, explicit
+options:
+  _input:
+    description: The record, as JSON text (empty for none) or a dict.
+    type: raw
+    required: true
+  name:
+    description: The block name (C(tpu_ssh_config_name), by default the inventory sources).
+    type: str
+    required: true
+  refresh:
+    description: Rewrite the recorded files rather than one file.
+    type: bool
+    default: false
+  path:
+    description: The explicit file (C(tpu_ssh_config_path)), C(None) when not given; C(~) is
+      expanded.
+    type: str
+  refresh_path:
+    description: On a refresh, the one file to rewrite (C(tpu_ssh_config_refresh_path)); empty
+      for all of them.
+    type: str
+  default_path:
+    description: The file when no path is given (the user's C(~/.ssh/config)).
+    type: str
+    default: ''
+  explicit:
+    description: The explicit options, C(user), C(identity_file), C(proxy_jump) and C(port),
+      C(None) for those not given.
+    type: dict
+"""
+
+EXAMPLES = r"""
+- name: The files to refresh
+  ansible.builtin.set_fact:
+    files: >-
+      {{ lookup('ansible.builtin.file', record, errors='ignore') | default('', true)
+         | cloudtpu.pod.ssh_config_targets('inventories/gcp', refresh=true) }}
+"""
+
+RETURN = r"""
+_value:
+  description: One dict per file, with C(path), C(user), C(identity_file), C(proxy_jump) and
+    C(port) (text, empty for the default).
+  type: list
+  elements: dict
+"""
 
 OPTIONS = ("user", "identity_file", "proxy_jump", "port")
 
@@ -73,7 +133,7 @@ def ssh_config_targets(
     default_path: str = "",
     explicit: Mapping[str, Any] | None = None,
 ) -> list[dict[str, str]]:
-    """The files to write and the options of each (see ssh_config_targets.yml)."""
+    """The files to write and the options of each (see DOCUMENTATION)."""
     given = {key: _text(value) for key, value in (explicit or {}).items() if value is not None}
     given = {key: value for key, value in given.items() if key in OPTIONS}
     # An explicit path (even an empty one, which the play then refuses) is the one file.
@@ -88,23 +148,8 @@ def ssh_config_targets(
     return [_entry(file, {**options, **given}) for file, options in files.items()]
 
 
-def ssh_config_record(
-    records: Any, name: str, written: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
-    """The record with the written files added or replaced under name (see
-    ssh_config_record.yml); other names are kept as they are."""
-    result = _records(records)
-    files = _files(result.get(name))
-    for options in written or []:
-        file = _text(options.get("path"))
-        if file:
-            files[file] = _entry(file, options)
-    result[name] = {"files": files}
-    return result
-
-
 class FilterModule:
-    """ssh_config_targets and ssh_config_record."""
+    """cloudtpu.pod.ssh_config_targets."""
 
     def filters(self) -> dict[str, Any]:
-        return {"ssh_config_targets": ssh_config_targets, "ssh_config_record": ssh_config_record}
+        return {"ssh_config_targets": ssh_config_targets}
