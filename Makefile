@@ -81,19 +81,21 @@ unit: setup ## Unit tests (pytest, no Docker)
 
 # Test files run side by side (pytest-xdist), each file whole in one worker (its module fixtures,
 # a pod say, are made once); every worker has a fact cache of its own (tests/integration/conftest.py).
-INTEGRATION_JOBS ?= 3
-JOURNEY_JOBS ?= 2
+# A short base folder for the tests' temporary files: an SSH control socket under it must fit
+# in the 107 bytes a Unix socket path may have (xdist adds popen-gwN/ to every path).
+INTEGRATION_JOBS ?= 2
+INTEGRATION_TMP ?= /tmp/cloudtpu-integration
 
 integration: setup image host-tools ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
-	pytest -q -n $(INTEGRATION_JOBS) --dist loadfile --durations=15 tests/integration
+	pytest -q -n $(INTEGRATION_JOBS) --dist loadfile --basetemp=$(INTEGRATION_TMP) --durations=15 tests/integration
 
 # The README's journeys (Day two, then queued resources, multislice, babysit), verbatim and in
 # order, each on a demo pod of its own (its own folder, port, container labels, fact cache and
-# state folder, so a demo of yours keeps running), JOURNEY_JOBS of them side by side; each step's
-# output is in .cache/journey/. The block extractor's tests first.
+# state folder, so a demo of yours keeps running); each step's output is in .cache/journey/. One
+# journey at a time: as a user would, they type their commands in the repository folder and share
+# what is made there (./myproject). The block extractor's tests first.
 journey: setup image host-tools ## The README's journeys run as written on demo pods (Day two, queued resources, multislice, babysit)
-	pytest -q tests/journey/test_readme_blocks.py
-	pytest -q -n $(JOURNEY_JOBS) --dist loadfile --durations=15 tests/journey/test_journey*.py
+	pytest -q -s --durations=15 tests/journey/test_readme_blocks.py tests/journey/test_journey*.py
 
 sanity: setup ## ansible-test sanity on the collection as built (plugins, roles and their scripts), shellcheck
 	tools/sanity.sh
@@ -110,9 +112,9 @@ molecule-%: setup image
 	molecule test -s $*
 
 # The full suite as stages (tools/stages.py): each stage is one of the targets above, up to
-# STAGE_JOBS (3) run side by side, each stage's output printed whole when it ends, and a table
+# STAGE_JOBS (2) run side by side, each stage's output printed whole when it ends, and a table
 # of every stage's wall time and the slowest tests at the end (.cache/stages/summary.txt).
-STAGE_JOBS ?= 3
+STAGE_JOBS ?= 2
 test: ## The full test suite (what CI runs): every stage below, side by side, then the stage table
 	$(PYTHON) tools/stages.py --jobs $(STAGE_JOBS)
 
