@@ -125,7 +125,7 @@ def network_problem(
         return f"{world_flag or 'allow_world'} must be true or false; got {_shown(allow_world)}."
     if world_ok:
         return ""
-    networks = [net for _, reached in given for net in reached]
+    networks = [net for _text, reached in given for net in reached]
     for world in _WORLD:
         same = [n for n in networks if n.version == world.version]
         if same and world in ipaddress.collapse_addresses(same):
