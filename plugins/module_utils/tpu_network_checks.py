@@ -139,7 +139,7 @@ def network_problem(
     for item, reached in given:
         if reached[0].version == 6 and _MAPPED.subnet_of(reached[0]) and reached[0] != _MAPPED:
             return problem(
-                f"{_shown(item)} holds every IPv4-mapped address ({_MAPPED}), so it reaches "
+                f"{_shown(item)} holds every IPv4-mapped address (::ffff:0:0/96), so it reaches "
                 "every IPv4 address"
             )
         for net in reached:
