@@ -21,7 +21,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -155,14 +154,12 @@ def run(
     results = {s.name: Result(s, log=log_dir / f"{s.name}.log") for s in stages}
     pending = list(stages)
     running: dict[str, subprocess.Popen[bytes]] = {}
-    print_lock = threading.Lock()
     origin = time.monotonic()
     last_beat = origin
     cpu_before = cpu_times()
 
     def say(text: str) -> None:
-        with print_lock:
-            print(text, flush=True)
+        print(text, flush=True)
 
     while pending or running:
         # Stages whose needs failed (or were not run) are not run either.
