@@ -1,8 +1,10 @@
 """Another repository reuses cloudtpu.pod as a collection, on the ansible-core that runs the tests
 (`make integration`: the pinned one; `make test-next`: the newest).
 
-The collection is built with ansible-galaxy from this working tree, its tarball is checked
-against an allow-list, and it is installed (no version-mismatch override: meta/runtime.yml must
+The collection is built with ansible-galaxy from a copy of this working tree with stray files
+planted in it (a .env, a private key, notes, caches): galaxy.yml's manifest is an allow-list, so
+none of them ships, and every file of the folders a user gets (plugins, roles, playbooks, meta,
+docs/docsite) does. The tarball is installed (no version-mismatch override: meta/runtime.yml must
 accept this ansible-core) into a project outside the repository that knows nothing of it. From
 there: the inventory plugin lists a pod from the emulator, a role runs on the control machine,
 every playbook of the collection passes `--syntax-check` as `cloudtpu.pod.<name>`, status runs
@@ -32,39 +34,39 @@ BIN = Path(sys.executable).parent
 PROJECT_ID = "reuse-project"
 ZONE = "us-central2-b"
 
-# What the tarball may hold: top-level entries, and the only files allowed under changelogs/.
-SHIPPED = {
-    "MANIFEST.json",
-    "FILES.json",
+# What a user gets: these files at the top and in changelogs/, and everything under these folders.
+SHIPPED_FILES = {
     "README.md",
     "LICENSE",
     "CHANGELOG.md",
-    "changelogs",
-    "docs",
-    "meta",
-    "plugins",
-    "playbooks",
-    "roles",
+    "changelogs/changelog.yaml",
+    "changelogs/config.yaml",
 }
-CHANGELOG_FILES = {"changelogs/changelog.yaml", "changelogs/config.yaml"}
-REQUIRED = {
-    "LICENSE",
-    "CHANGELOG.md",
-    "meta/runtime.yml",
-    "meta/execution-environment.yml",
-    "playbooks/site.yml",
-    "plugins/inventory/tpu_vm.py",
-    "roles/tcmalloc/tasks/main.yml",
+SHIPPED_FOLDERS = ("meta/", "plugins/", "roles/", "playbooks/", "docs/docsite/")
+# What ansible-galaxy writes into every tarball.
+GENERATED = {"MANIFEST.json", "FILES.json"}
+# Stray files and local state planted in the copy that is built: none may ship.
+FAKE_KEY = "fake private key planted by the test: it must never ship\n"
+PLANTED = {
+    ".env": "CLOUDTPU_TOKEN=planted\n",
+    "secret.pem": FAKE_KEY,
+    "playbooks/.env": "CLOUDTPU_TOKEN=planted\n",
+    "playbooks/vars/.env.yml": "token: planted\n",
+    "playbooks/.DS_Store": "planted\n",
+    "roles/base/files/id_ed25519": FAKE_KEY,
+    "roles/framework/files/secret.pem": FAKE_KEY,
+    "roles/libtpu/files/tpu_unlock/__pycache__/cli.cpython-311.pyc": "planted\n",
+    "roles/tcmalloc/tasks/.main.yml.swp": "planted\n",
+    "plugins/modules/notes.txt": "planted\n",
+    "plugins/inventory/__pycache__/tpu_vm.cpython-311.pyc": "planted\n",
+    "meta/.env": "CLOUDTPU_TOKEN=planted\n",
+    "docs/docsite/rst/notes.txt": "planted\n",
+    "changelogs/.plugin-cache.yaml": "planted: true\n",
+    ".demo/id_ed25519": FAKE_KEY,
+    ".cache/facts/pod-a-w0": "planted\n",
+    ".venv-next/bin/python": "planted\n",
+    "cloudtpu-pod-0.0.1.tar.gz": "planted\n",
 }
-# Never shipped, at any depth (local state planted in the copy that is built).
-FORBIDDEN_PARTS = {"tests", "molecule", "__pycache__", ".cache", ".demo", ".venv", ".venv-next"}
-PLANTED = [
-    ".demo/id_ed25519",
-    ".cache/facts/pod-a-w0",
-    ".venv-next/bin/python",
-    "plugins/inventory/__pycache__/tpu_vm.cpython-311.pyc",
-    "cloudtpu-pod-0.0.1.tar.gz",
-]
 
 
 def _env(project: Path, **extra: str) -> dict[str, str]:
@@ -94,24 +96,37 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
     return result
 
 
-def _working_tree_copy(dest: Path) -> None:
-    """The files of the working tree (tracked and new, not ignored), plus planted local state."""
+def _working_tree_files() -> list[str]:
+    """The files of the working tree: tracked and new, not ignored, no symlinks."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
         capture_output=True,
         check=True,
     ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        source = REPO / name
-        if source.is_file() and not source.is_symlink():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
+    return sorted(
+        name
+        for name in set(filter(None, listed.split("\0")))
+        if (REPO / name).is_file() and not (REPO / name).is_symlink()
+    )
+
+
+def _working_tree_copy(dest: Path) -> None:
+    """The files of the working tree, plus the planted stray files and local state."""
+    for name in _working_tree_files():
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, dest / name)
     (dest / "collections" / "ansible_collections" / "cloudtpu").mkdir(parents=True)
     (dest / "collections" / "ansible_collections" / "cloudtpu" / "pod").symlink_to("../../..")
-    for name in PLANTED:
+    for name, text in PLANTED.items():
+        assert not (dest / name).exists(), f"{name} is in the working tree; plant another name"
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        (dest / name).write_text("local state, never shipped\n")
+        (dest / name).write_text(text)
+
+
+def _shipped_names(tarball: Path) -> set[str]:
+    with tarfile.open(tarball) as archive:
+        return {member.name for member in archive.getmembers() if member.isfile()}
 
 
 @pytest.fixture(scope="module")
@@ -178,15 +193,42 @@ def _source(project: Path, emulator: EmulatorProcess, **options: object) -> Path
     return path
 
 
-def test_tarball_holds_the_collection_and_nothing_else(tarball: Path) -> None:
-    with tarfile.open(tarball) as archive:
-        names = {m.name for m in archive.getmembers() if m.isfile()}
-    top = {name.split("/", 1)[0] for name in names}
-    assert top <= SHIPPED, f"not part of the collection: {sorted(top - SHIPPED)}"
-    extra_changelog = {n for n in names if n.startswith("changelogs/")} - CHANGELOG_FILES
-    assert not extra_changelog, sorted(extra_changelog)
-    assert REQUIRED <= names, f"missing: {sorted(REQUIRED - names)}"
-    stray = sorted(n for n in names if FORBIDDEN_PARTS & set(n.split("/")) or n.endswith(".pyc"))
+def test_tarball_ships_no_planted_file(tarball: Path) -> None:
+    shipped = sorted(set(PLANTED) & _shipped_names(tarball))
+    assert not shipped, f"stray files in the tarball: {shipped}"
+
+
+def test_tarball_ships_every_file_of_the_collection_and_nothing_else(tarball: Path) -> None:
+    """The tarball equals the working tree's files in the shipped places: a file kind that
+    galaxy.yml's manifest does not name (a new role script, a plugin's doc sidecar) is missing."""
+    expected = {
+        name
+        for name in _working_tree_files()
+        if name in SHIPPED_FILES or name.startswith(SHIPPED_FOLDERS)
+    }
+    names = _shipped_names(tarball) - GENERATED
+    missing, extra = sorted(expected - names), sorted(names - expected)
+    assert not missing, f"not shipped (name them in galaxy.yml's manifest): {missing}"
+    assert not extra, f"shipped but not part of the collection: {extra}"
+    assert GENERATED <= _shipped_names(tarball)
+
+
+def test_tarball_holds_what_a_user_needs(tarball: Path) -> None:
+    names, files = _shipped_names(tarball), _working_tree_files()
+    roles = sorted({name.split("/")[1] for name in files if name.startswith("roles/")})
+    needed = {
+        "README.md",
+        "LICENSE",
+        "meta/runtime.yml",
+        "meta/execution-environment.yml",
+        "changelogs/changelog.yaml",
+        *(f"roles/{role}/{part}/main.yml" for role in roles for part in ("meta", "tasks")),
+        *(n for n in files if n.startswith("playbooks/") and n.count("/") == 1),
+        *(n for n in files if n.startswith("plugins/") and n.endswith(".py")),
+    }
+    assert "tcmalloc" in roles and "playbooks/site.yml" in needed, (roles, sorted(needed))
+    assert needed <= names, f"missing: {sorted(needed - names)}"
+    stray = sorted(n for n in names if "__pycache__" in n.split("/") or n.endswith(".pyc"))
     assert not stray, stray
 
 
