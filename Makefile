@@ -28,21 +28,28 @@ NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help check setup setup-next docker host-tools image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale bench-rulebook bench-pull emulator-clean demo demo-ssh demo-down test-torch-xla
+.PHONY: help check setup setup-next docker host-tools image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale bench-payload-cache bench-rulebook bench-pull emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*## "}; {printf "  %-18s %s\n", $$1, $$2}'
 
-$(VENV)/.stamp: requirements.txt
+# Installs tools/payload_cache.py into a venv's site-packages with the .pth line that loads it:
+# localhost tasks (the TPU API modules) reuse the compiled code of Ansible's module payloads.
+install-payload-cache = site=$$($(1) -c 'import sysconfig; print(sysconfig.get_path("purelib"))') && \
+  install -m 0644 tools/payload_cache.py "$$site/cloudtpu_payload_cache.py" && \
+  echo "import cloudtpu_payload_cache" > "$$site/cloudtpu-payload-cache.pth"
+
+$(VENV)/.stamp: requirements.txt tools/payload_cache.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt
+	$(call install-payload-cache,$(BIN)/python)
 	touch $@
 
 setup: $(VENV)/.stamp ## Create .venv with the pinned toolchain (ansible, molecule, linters)
 
-$(NEXT_VENV)/.stamp: requirements-next.txt
+$(NEXT_VENV)/.stamp: requirements-next.txt tools/payload_cache.py
 	@if [ -z "$(NEXT_PYTHON)" ]; then \
 	  echo "setup-next: no Python 3.12 or newer found with pyenv; set NEXT_PYTHON=/path/to/python3.12" >&2; \
 	  exit 1; \
@@ -50,6 +57,7 @@ $(NEXT_VENV)/.stamp: requirements-next.txt
 	$(NEXT_PYTHON) -m venv $(NEXT_VENV)
 	$(NEXT_BIN)/pip install --quiet --upgrade pip
 	$(NEXT_BIN)/pip install --quiet --no-compile -r requirements-next.txt
+	$(call install-payload-cache,$(NEXT_BIN)/python)
 	touch $@
 
 setup-next: $(NEXT_VENV)/.stamp ## Create .venv-next: the newest ansible on Python 3.12+ (NEXT_PYTHON, found with pyenv)
@@ -160,6 +168,9 @@ bench-pull: setup image ## Push against pull: site.yml from here against each wo
 bench-scale: setup image ## Controller scale: 8, 64 and 256 hosts on 3 worker containers (forks, ControlPersist, pipelining, mitogen); updates BENCHMARKS.md
 	python bench/scale/run.py --hosts 8 --budget 30
 	python bench/scale/run.py --hosts 64 256 --project-only --append --budget 60 --markdown BENCHMARKS.md
+
+bench-payload-cache: setup image ## A task's CPU time on a test worker with the image's payload cache off and on; updates BENCHMARKS.md
+	python bench/payload_cache/run.py --markdown BENCHMARKS.md
 
 bench-rulebook: setup ## An ansible-rulebook watcher of node states against babysit.yml's check (Java 17 needed); updates BENCHMARKS.md
 	python bench/rulebook/run.py --markdown BENCHMARKS.md

@@ -53,7 +53,8 @@ extra_python_build() {
 
 recipe_hash() {
   {
-    cat "$here/build.sh" "$here/packages.txt" "$here/setup-rootfs.sh" "$here/python-deb.sh"
+    cat "$here/build.sh" "$here/packages.txt" "$here/setup-rootfs.sh" "$here/python-deb.sh" \
+      "$here/../payload_cache.py"
     echo "python: $(extra_python_build)"
     ca_files | while read -r f; do cat "$f"; done
   } | sha256sum | cut -c1-12
@@ -127,6 +128,9 @@ fi
 cp "$here/setup-rootfs.sh" "$rootfs/tmp/setup-rootfs.sh"
 chroot "$rootfs" /bin/sh /tmp/setup-rootfs.sh
 rm -f "$rootfs/tmp/setup-rootfs.sh"
+# Ansible's module payloads keep their compiled code between tasks (tools/payload_cache.py says why).
+install -m 0644 "$here/../payload_cache.py" "$rootfs/usr/lib/python3/dist-packages/cloudtpu_payload_cache.py"
+echo "import cloudtpu_payload_cache" > "$rootfs/usr/lib/python3/dist-packages/cloudtpu-payload-cache.pth"
 
 log "docker import $name:$tag"
 tar -C "$rootfs" -c . | docker import \
