@@ -18,8 +18,9 @@ description:
     C(tpu_internal_ip), else the default IPv4 address it reported in gathered facts, else
     C(ansible_host), else its inventory name.
   - Returns C(node), C(worker_id) (the host's place in C(hosts)), C(coordinator),
-    C(coordinator_ip), C(hosts) and C(ips), all of the host's node, which is one slice of a
-    multislice job.
+    C(coordinator_ip), C(jax_coordinator_address) (C(coordinator_ip:8476), an IPv6 address in
+    brackets), C(hosts) and C(ips), all of the host's node, which is one slice of a multislice
+    job.
   - And the host's multislice job, C(slice_id), C(num_slices), C(queued_resource),
     C(job_coordinator) and C(job_coordinator_ip) (worker 0 of slice 0), from the inventory's
     C(tpu_slice_id), C(tpu_num_slices), C(tpu_queued_resource), C(tpu_pod_job_coordinator) and
@@ -75,6 +76,7 @@ KEYS = (
     "worker_id",
     "coordinator",
     "coordinator_ip",
+    "jax_coordinator_address",
     "hosts",
     "ips",
     "slice_id",

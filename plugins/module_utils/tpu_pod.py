@@ -33,6 +33,18 @@ JOB_VARS = (
 _SLICE_SUFFIX = re.compile(r"^(?P<prefix>.+)-(?P<index>[0-9]+)\Z")
 
 
+# The port of JAX's distributed coordinator on worker 0 (jax.distributed.initialize).
+JAX_COORDINATOR_PORT = 8476
+
+
+def host_port(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets (``[fd00::1]:8476``), as URLs and JAX want."""
+    text = str(host).strip()
+    if ":" in text and not text.startswith("["):
+        text = f"[{text}]"
+    return f"{text}:{int(port)}"
+
+
 # Where a static inventory's host has its pod address: what the inventory says, else the
 # address the host itself reported as its default IPv4 (gathered facts; ansible_host is often
 # the external address or, with the docker connection, a container name), else ansible_host.
@@ -172,8 +184,9 @@ def _job(
 def pod_of(
     host: str, hostvars: Mapping[str, Mapping[str, Any]], candidates: Iterable[str]
 ) -> dict[str, Any]:
-    """The pod of ``host``: ``{node, worker_id, coordinator, coordinator_ip, hosts, ips}`` (its
-    slice) and ``{slice_id, num_slices, queued_resource, job_coordinator, job_coordinator_ip}``
+    """The pod of ``host``: ``{node, worker_id, coordinator, coordinator_ip,
+    jax_coordinator_address, hosts, ips}`` (its slice) and ``{slice_id, num_slices,
+    queued_resource, job_coordinator, job_coordinator_ip}``
     (its multislice job).
 
     When the host carries the inventory's published variables, they are the answer. Otherwise
@@ -205,6 +218,7 @@ def pod_of(
         "worker_id": hosts.index(host) if host in hosts else None,
         "coordinator": coordinator[0],
         "coordinator_ip": coordinator[1],
+        "jax_coordinator_address": host_port(coordinator[1], JAX_COORDINATOR_PORT),
         "hosts": hosts,
         "ips": published["tpu_pod_ips"],
         **_job(host, hostvars, names, coordinator),

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import pod_of, pod_vars
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import (
+    host_port,
+    pod_of,
+    pod_vars,
+)
 
 STATIC: dict[str, dict[str, Any]] = {
     # Deliberately out of order, mixed address sources, and a second pod.
@@ -33,6 +37,7 @@ def test_static_inventory_pod_is_grouped_by_node_and_ordered_by_worker_id() -> N
         "worker_id": 2,
         "coordinator": "a-0",
         "coordinator_ip": "10.0.0.2",
+        "jax_coordinator_address": "10.0.0.2:8476",
         "hosts": ["a-0", "a-1", "a-2"],
         "ips": ["10.0.0.2", "10.0.0.3", "a-2"],
         # One node without slice variables: slice 0 of 1, coordinating its own job.
@@ -194,3 +199,22 @@ def test_the_lookup_names_a_wrong_slice_variable() -> None:
     variables = {"inventory_hostname": "h", "groups": {"tpu": ["h"]}, "hostvars": hostvars}
     with pytest.raises(AnsibleError, match=r"cloudtpu\.pod\.pod: h: tpu_slice_id is 3"):
         lookup([], variables)
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "expected"),
+    [
+        ("10.0.0.2", 8476, "10.0.0.2:8476"),
+        ("fd00::2", 8476, "[fd00::2]:8476"),
+        ("[fd00::2]", "3142", "[fd00::2]:3142"),
+        ("pod-w0", 22, "pod-w0:22"),
+    ],
+)
+def test_host_port_brackets_ipv6(host: str, port: Any, expected: str) -> None:
+    assert host_port(host, port) == expected
+
+
+def test_an_ipv6_pod_has_a_bracketed_jax_coordinator_address() -> None:
+    """verify.yml's multi-host JAX check connects to this address (it wrote ip:8476 before)."""
+    six = {"v-0": {"tpu_node": "v", "tpu_worker_id": 0, "tpu_internal_ip": "fd00::2"}}
+    assert pod_of("v-0", six, ["v-0"])["jax_coordinator_address"] == "[fd00::2]:8476"
