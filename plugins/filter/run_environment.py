@@ -10,6 +10,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import number_problem
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import shown
 
 DOCUMENTATION = r"""
 name: run_environment
@@ -33,6 +34,8 @@ description:
     the variables computed here on a multislice worker (they would disagree with the other
     workers); wrong values are refused with a message that names them.
   - Names must be shell variable names; values become strings (booleans as C(true)/C(false)).
+  - Every value of C(tpu_run_env) is secret (tokens such as C(HF_TOKEN)); the errors name the
+    variables, never a value, and playbooks/run.yml exports them in a C(no_log) task.
 positional: _input, pod, megascale_port
 options:
   _input:
@@ -143,7 +146,8 @@ def run_environment(
         extra = {}
     if not isinstance(extra, Mapping):
         raise AnsibleFilterError(
-            f"tpu_run_env must be a mapping of variable names to values, got {extra!r}; "
+            "tpu_run_env must be a mapping of variable names to values, got "
+            f"{shown('tpu_run_env', extra)}; "
             """example: -e '{"tpu_run_env": {"XLA_FLAGS": "--xla_dump_to=/tmp/x"}}'"""
         )
     bad = [str(k) for k in extra if not isinstance(k, str) or not NAME_RE.match(k)]

@@ -22,6 +22,10 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
     local_path,
     local_path_problem,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import (
+    as_data,
+    secret_names,
+)
 
 DOCUMENTATION = r"""
 name: run_options
@@ -45,7 +49,10 @@ description:
     without one, C(sync_dest) if given, else the home). Numbers and paths go through the
     collection's shared checks (C(number_problem), C(path_problem), C(boolean_problem)).
   - C(env) and C(megascale_port) are checked as C(run_environment) checks them (the port of a
-    multislice job's coordinator, whether or not the pod has several slices).
+    multislice job's coordinator, whether or not the pod has several slices). The result holds
+    the names of C(env) (C(env_names)), never its values, which are secret.
+  - C(cmd), C(script) and C(label) are returned as data (plain strings) that Ansible never
+    renders as a template, whatever they hold (C({{ }}) included).
 positional: _input, home
 options:
   _input:
@@ -69,7 +76,8 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description: The typed request with C(ok), C(message), C(errors), C(run_id) (UTC time and
-    four hex digits), C(label) (the command, or C(script <name>)) and C(script_name).
+    four hex digits), C(label) (the command, or C(script <name>)), C(script_name) and
+    C(env_names) (the names of C(env), sorted).
   type: dict
 """
 
@@ -182,10 +190,13 @@ def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
     result.update({field: _number(raw.get(field), field, errors) for field in NUMBERS})
     workdir = _workdir(raw.get("workdir"), home, errors)
     try:
-        result["env"] = run_environment(raw.get("env"), None, raw.get("megascale_port"))
+        # the names only: every value of tpu_run_env is secret (this result is a fact)
+        result["env_names"] = secret_names(
+            run_environment(raw.get("env"), None, raw.get("megascale_port"))
+        )
     except AnsibleFilterError as exc:
         errors.append(str(exc.message))
-        result["env"] = {}
+        result["env_names"] = []
 
     script_name = posixpath.basename(script_path) if script_path else ""
     if script_name.startswith("."):
@@ -197,10 +208,11 @@ def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
             "ok": not errors,
             "errors": errors,
             "message": "; ".join(errors) if errors else "ok",
-            "cmd": cmd.strip("\n") if has_cmd and isinstance(cmd, str) else "",
-            "script": script_path,
-            "script_name": script_name,
-            "label": cmd if has_cmd else f"script: {script_name}",
+            # the user's text as data: never rendered as a template on the way to the workers
+            "cmd": as_data(cmd.strip("\n")) if has_cmd and isinstance(cmd, str) else "",
+            "script": as_data(script_path),
+            "script_name": as_data(script_name),
+            "label": as_data(cmd if has_cmd else f"script: {script_name}"),
             "workdir": workdir,
             "run_id": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(2),
         }

@@ -80,7 +80,8 @@ CASES = [
     *typed("run.yml", "tpu_run_unlock", ["maybe"]),
     *typed("run.yml", "tpu_run_sync", ["maybe"]),
     *typed("run.yml", "tpu_run_workdir", ["../x", "/etc", "/home/other/x"]),
-    Case("run.yml", "tpu_run_env", "FOO=1", "FOO=1"),
+    # the values of tpu_run_env are secret: a refusal says what was given, never the value
+    Case("run.yml", "tpu_run_env", "FOO=1", "got a string (not shown"),
     Case("run.yml", "tpu_run_env", {"1BAD": "x"}, "1BAD"),
     *typed("run.yml", "tpu_run_megascale_port", ["70000", "8476"]),
     *typed("run.yml", "tpu_run_script", ["../train.sh", "/etc/passwd", "missing.sh"], **SCRIPT),
@@ -118,7 +119,7 @@ CASES = [
     *typed("babysit.yml", "tpu_run_detach", ["false"]),
     # run.yml's and sync.yml's variables, which every restart uses, are checked at the start
     *typed("babysit.yml", "tpu_run_timeout", ["abc"]),
-    Case("babysit.yml", "tpu_run_env", "FOO=1", "FOO=1"),
+    Case("babysit.yml", "tpu_run_env", "FOO=1", "got a string (not shown"),
     *typed("babysit.yml", "tpu_run_script", ["linked/train.sh"]),
     *typed("babysit.yml", "tpu_sync_src", ["/etc"], tpu_run_sync="true"),
     Case("babysit.yml", "tpu_sync_src", "", "empty", {"tpu_run_sync": "true"}),

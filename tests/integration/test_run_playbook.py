@@ -1,4 +1,5 @@
-"""Day two on a real emulated pod: run.yml, sync.yml and logs.yml against two worker containers.
+"""Day two on a real emulated pod: run.yml, sync.yml, logs.yml (and babysit.yml restarting a
+run) against two worker containers.
 
 One v4-16 node (two workers) is provisioned once for this module by day_two_pod.provisioned(),
 reached over SSH as the login user ``tpu``, with libtpu and a venv without packages (see there
@@ -9,9 +10,11 @@ Skipped, with the reason printed, only when no Docker daemon answers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -214,3 +217,148 @@ def test_sync_a_folder_then_run_in_it(pod: Pod, tmp_path: Path) -> None:
     again = pod.play("sync.yml", "-e", "tpu_sync_src=./myproject", cwd=tmp_path)
     assert again.returncode == 0, again.tail(60)
     assert all(again.recap()[w]["changed"] == 0 for w in WORKERS), again.recap()
+
+
+def test_braces_in_the_command_and_the_environment_reach_every_worker_as_typed(pod: Pod) -> None:
+    """-e "cmd='...'" with Go-template braces, and tpu_run_env values with {{ }}: data, not
+    templates (Ansible renders extra variables, so this failed with a template error)."""
+    result = pod.play(
+        "run.yml",
+        "-e",
+        "cmd='echo {{.Names}} && printenv BRACES'",
+        *extra_vars({"tpu_run_env": {"BRACES": "{{ .ID }} {{ undefined_here }}"}}),
+        "-e",
+        "tpu_run_start_delay=2",
+    )
+    assert result.returncode == 0, result.tail(60)
+    rows = table(result)
+    for worker in WORKERS:
+        assert rows[worker] == {
+            "rc": "0",
+            "lines": ["{{.Names}}", "{{ .ID }} {{ undefined_here }}"],
+        }, rows
+    # the run's record (what status.yml shows) keeps the command as typed
+    record = pod.shell(
+        f"cat {HOME}/cloudtpu-runs/{run_id(result)}/{{{{ inventory_hostname }}}}.json | tr -d '\\n'"
+    )
+    for worker in WORKERS:
+        assert json.loads(record[worker])["cmd"] == "echo {{.Names}} && printenv BRACES", record
+
+
+def test_a_lookup_in_the_command_is_text_for_bash_and_never_runs_here(
+    pod: Pod, tmp_path: Path
+) -> None:
+    """lookup('pipe', ...) in cmd or in a tpu_run_env value, given in an -e @file as AWX gives
+    a job's variables: it runs nowhere on this machine; bash on the workers gets it as text."""
+    markers = [tmp_path / "from-cmd", tmp_path / "from-env"]
+    pipes = [f"{{{{ lookup('pipe', 'touch {marker}') }}}}" for marker in markers]
+    variables = tmp_path / "vars.json"
+    variables.write_text(
+        json.dumps(
+            {
+                "cmd": f"""printf '%s\\n' "{pipes[0]}" "$PIPED\"""",
+                "tpu_run_env": {"PIPED": pipes[1]},
+                "tpu_run_start_delay": 2,
+            }
+        )
+    )
+    result = pod.play("run.yml", "-e", f"@{variables}")
+    assert result.returncode == 0, result.tail(60)
+    assert not [m for m in markers if m.exists()], "a lookup ran on this machine"
+    rows = table(result)
+    for worker in WORKERS:
+        assert rows[worker] == {"rc": "0", "lines": pipes}, rows
+
+
+def test_babysit_restarts_a_command_with_braces_as_recorded(pod: Pod, tmp_path: Path) -> None:
+    """The recorded command of a detached run whose process is gone (killed, no exit code) is
+    started again by babysit.yml as it was typed, braces and all."""
+    marker = f"{HOME}/braces-restarted"
+    command = f"test -f {marker} && echo {{{{.Names}}}} && exit 0; touch {marker}; sleep 600"
+    started = pod.play(
+        "run.yml",
+        *extra_vars({"cmd": command, "tpu_run_detach": True, "tpu_run_start_delay": 1}),
+    )
+    assert started.returncode == 0, started.tail(60)
+    first = run_id(started)
+    record = f"{HOME}/cloudtpu-runs/{first}/{{{{ inventory_hostname }}}}.json"
+    # once the command runs, its whole process group goes at once (no exit code is written)
+    pid = "sed -n 's/.*\"pid\": \\([0-9]*\\).*/\\1/p' " + record
+    pod.shell(
+        f"for i in $(seq 100); do test -f {marker} && break; sleep 0.1; done; "
+        f'pkill -KILL -g "$({pid})"'
+    )
+    watched = pod.play(
+        "babysit.yml",
+        "-e",
+        "tpu_babysit_interval=2",
+        "-e",
+        "tpu_run_start_delay=1",
+        "-e",
+        f"tpu_babysit_log_dir={tmp_path}",
+        cwd=tmp_path,
+    )
+    assert watched.returncode == 0, watched.tail(60)
+    log = (tmp_path / f"{first}.log").read_text()
+    restarted = re.findall(r"restarted: run (\S+) continues run " + first, log)
+    assert len(restarted) == 1, log
+    outputs = pod.shell(f"cat {HOME}/cloudtpu-runs/{restarted[0]}/{{{{ inventory_hostname }}}}.log")
+    assert outputs == {worker: "{{.Names}}" for worker in WORKERS}, outputs
+    pod.shell(f"rm -f {marker}")
+
+
+def test_secrets_show_in_no_output_and_in_no_fact_cache(pod: Pod, tmp_path: Path) -> None:
+    """Every tpu_run_env value is a canary: an attached run (the default callback) and a
+    detached one (the JSON callback), both at -vvv with --diff, must show none, though each
+    worker gets every value exactly. The first run gathers facts as site.yml does (bootstrap.yml,
+    its roles skipped): the fact cache holds no canary and no worker's environment."""
+    canaries = {
+        name: f"{name.lower()}-canary-{secrets.token_hex(8)}"
+        for name in ("HF_TOKEN", "WANDB_API_KEY")
+    }
+    digests = {name: hashlib.sha256(value.encode()).hexdigest() for name, value in canaries.items()}
+    facts = tmp_path / "facts"
+    env = dict(pod.env, ANSIBLE_CACHE_PLUGIN_CONNECTION=str(facts))
+    command = "; ".join(f'printf %s "${name}" | sha256sum' for name in sorted(canaries))
+    attached = Pod(env, pod.tmp, pod.group).play(
+        "run.yml",
+        "playbooks/bootstrap.yml",
+        "--skip-tags",
+        "base,python,framework,tcmalloc,libtpu,remote_shell,nfs",
+        "-vvv",
+        "--diff",
+        *extra_vars({"cmd": command, "tpu_run_env": canaries, "tpu_run_start_delay": 1}),
+    )
+    assert attached.returncode == 0, attached.tail(60)
+    detached = Pod(dict(env, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json"), pod.tmp, pod.group)
+    started = detached.play(
+        "run.yml",
+        "-vvv",
+        "--diff",
+        *extra_vars(
+            {
+                "cmd": command,
+                "tpu_run_env": canaries,
+                "tpu_run_detach": True,
+                "tpu_run_start_delay": 1,
+            }
+        ),
+    )
+    assert started.returncode == 0, started.tail(60)
+    assert '"plays"' in started.stdout, started.tail()
+    rows = table(attached)
+    for worker in WORKERS:
+        sums = [line.split()[0] for line in rows[worker]["lines"]]  # type: ignore[union-attr]
+        assert sums == [digests[name] for name in sorted(canaries)], rows
+    # a file per host (its name has a prefix of the cache's own); the workers' facts, no env
+    cached = {path.name: path.read_text() for path in facts.iterdir()}
+    for worker in WORKERS:
+        texts = [text for name, text in cached.items() if name.endswith(worker)]
+        assert len(texts) == 1 and "ansible_distribution" in texts[0], sorted(cached)
+    assert not [name for name, text in cached.items() if "ansible_env" in text], sorted(cached)
+    for value in canaries.values():
+        for where, text in [("attached", attached.output), ("detached", started.output)]:
+            shown = [line for line in text.splitlines() if value in line]
+            assert not shown, (where, shown[:5])
+        for name, text in cached.items():
+            assert value not in text, name

@@ -1,0 +1,66 @@
+# Copyright: (c) cloudtpu.pod contributors
+# SPDX-License-Identifier: Apache-2.0
+"""A run's user text and secrets: what playbooks/run.yml and babysit.yml pass on as data.
+
+* The user's own text for the workers: the command (``cmd``, and what Ansible's key=value parser
+  cut from it), the local script's path and the run's environment (``tpu_run_env``). Given as
+  extra variables (``-e``: key=value, JSON or YAML, ``@file``, as AWX gives a job's extra
+  variables and survey answers) they are data, never templates: ``{{`` and ``}}`` reach the
+  workers as typed and nothing in them is evaluated on the controller (playbooks/vars/run.yml
+  reads them with the ``cloudtpu.pod.as_data`` lookup).
+* :func:`as_data`: a value as plain data. On ansible-core 2.19 and later only text tagged as
+  trusted is rendered as a template; a plain ``str`` is data wherever it goes (facts, templates,
+  module arguments). This is what ``!unsafe`` or ``wrap_var`` did before 2.19.
+* :data:`SECRET`: the variables whose every value is secret (``tpu_run_env`` carries tokens:
+  ``HF_TOKEN``, ``WANDB_API_KEY``...). They are shown by their names only
+  (:func:`secret_names`, :func:`shown`); the one task that holds the values (the run's wrapper
+  script, which exports them) is ``no_log``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+SECRET = ("tpu_run_env",)
+
+
+def as_data(value: Any) -> Any:
+    """A copy of ``value`` in which every string is a plain ``str`` (mappings become dicts,
+    lists and tuples lists); numbers, booleans and None as they are."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {as_data(key): as_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_data(item) for item in value]
+    return value
+
+
+def secret_names(value: Any) -> list[str]:
+    """The names a secret mapping holds, sorted; never its values."""
+    if not isinstance(value, Mapping):
+        return []
+    return sorted(str(key) for key in value)
+
+
+def shown(name: str, value: Any) -> str:
+    """How a check shows the value of ``name``: its repr, or for a secret variable its type
+    and the names it holds (a mapping) without any value."""
+    if name not in SECRET:
+        return repr(value)
+    if isinstance(value, Mapping):
+        return f"a mapping of {secret_names(value)} (values not shown: they are secret)"
+    return f"{_kind(value)} (not shown: the values of {name} are secret)"
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return "a value that is not a mapping"
