@@ -112,6 +112,7 @@ def test_pod_of_a_static_inventory(tmp_path: Path) -> None:
         "worker_id": 1,
         "coordinator": "w0",
         "coordinator_ip": "10.0.0.2",
+        "jax_coordinator_address": "10.0.0.2:8476",
         "hosts": ["w0", "w1"],
         "ips": ["10.0.0.2", "10.0.0.3"],
         # one node of its own is a job of one slice, coordinated by its worker 0
