@@ -10,6 +10,10 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import number_problem
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import (
+    JAX_COORDINATOR_PORT,
+    host_port,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import shown
 
 DOCUMENTATION = r"""
@@ -76,8 +80,6 @@ _value:
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MEGASCALE_PORT = 8080  # the port a multislice job's coordinator listens on, by default
-# The port JAX's TPU cluster detection puts after the MEGASCALE coordinator's host.
-JAX_COORDINATOR_PORT = 8476
 POD_NAMES = (
     "MEGASCALE_COORDINATOR_ADDRESS",
     "MEGASCALE_NUM_SLICES",
@@ -128,13 +130,13 @@ def pod_environment(pod: Mapping[str, Any] | None, megascale_port: Any = None) -
             f"{'no coordinator address' if not address else 'no such slice'}: slice 0 must be "
             "in the inventory (tpu_pod_job_coordinator_ip) and the slice id below the count"
         )
-    host = f"[{address}]" if ":" in address else address
     return {
-        "MEGASCALE_COORDINATOR_ADDRESS": f"{host}:{port}",
+        "MEGASCALE_COORDINATOR_ADDRESS": host_port(address, port),
         "MEGASCALE_NUM_SLICES": str(slices),
         "MEGASCALE_SLICE_ID": str(slice_id),
         "MEGASCALE_PORT": str(port),
-        "JAX_COORDINATOR_ADDRESS": f"{host}:{JAX_COORDINATOR_PORT}",
+        # the port JAX's TPU cluster detection puts after the MEGASCALE coordinator's host
+        "JAX_COORDINATOR_ADDRESS": host_port(address, JAX_COORDINATOR_PORT),
     }
 
 
