@@ -17,6 +17,7 @@ Usage: tools/stages.py [--jobs N] [--only STAGE ...]   (stdlib only; any Python 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import subprocess
@@ -29,6 +30,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 LOG_DIR = REPO / ".cache" / "stages"
 HEARTBEAT = 300.0  # seconds between "still running" lines
+SAMPLE = 60.0  # seconds between the machine CPU samples of the summary's timeline
+# A light stage takes a spare slot only when the CPUs were this idle over the last SETTLE
+# seconds, and no stage started within them (so the load of the last start is counted).
+SPARE_IDLE = 0.35
+SETTLE = 60.0
+DOCKER_CPUACCT = Path("/sys/fs/cgroup/cpuacct/docker/cpuacct.usage")
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,9 @@ class Stage:
     name: str
     target: str
     needs: tuple[str, ...] = ()
+    # Mostly waits (on containers booting, apt's retries, molecule's steps): may take a spare
+    # slot past --jobs while the machine's CPUs are idle enough (see --spare).
+    light: bool = False
 
 
 # The suite, in order of priority: when a slot frees, the first ready stage in this list starts.
@@ -51,11 +61,11 @@ SUITE: tuple[Stage, ...] = (
     Stage("lint", "lint", ("setup",)),
     Stage("unit", "unit", ("setup",)),
     Stage("docs", "docs", ("setup",)),
-    Stage("molecule-pod", "molecule-pod", ("setup", "image")),
-    Stage("molecule-framework", "molecule-framework", ("setup", "image")),
-    Stage("molecule-default", "molecule-default", ("setup", "image")),
-    Stage("molecule-nfs", "molecule-nfs", ("setup", "image")),
-    Stage("molecule-remote_shell", "molecule-remote_shell", ("setup", "image")),
+    Stage("molecule-pod", "molecule-pod", ("setup", "image"), light=True),
+    Stage("molecule-framework", "molecule-framework", ("setup", "image"), light=True),
+    Stage("molecule-default", "molecule-default", ("setup", "image"), light=True),
+    Stage("molecule-nfs", "molecule-nfs", ("setup", "image"), light=True),
+    Stage("molecule-remote_shell", "molecule-remote_shell", ("setup", "image"), light=True),
     Stage("sanity", "sanity", ("setup",)),
     Stage("test-next", "test-next", ("setup", "image", "host-tools")),
 )
@@ -70,6 +80,7 @@ class Result:
     ended: float = 0.0
     code: int | None = None  # None: not run
     why: str = ""
+    cpu: float = 0.0  # CPU seconds of the stage's own processes (not of Docker containers)
     log: Path = field(default_factory=Path)
 
     @property
@@ -93,20 +104,19 @@ def slowest(logs: list[tuple[str, Path]], count: int = 15) -> list[tuple[float, 
 def table(results: list[Result], origin: float, total: float) -> str:
     """The stage table: start offset, wall time and result of every stage, in start order."""
     lines = [
-        f"{'stage':<24} {'start':>7} {'wall':>8}  result",
-        f"{'-' * 24} {'-' * 7} {'-' * 8}  {'-' * 6}",
+        f"{'stage':<24} {'start':>7} {'wall':>8} {'cpu':>8}  result",
+        f"{'-' * 24} {'-' * 7} {'-' * 8} {'-' * 8}  {'-' * 6}",
     ]
     ran = sorted((r for r in results if r.code is not None), key=lambda r: r.started)
     for r in ran:
         state = "passed" if r.code == 0 else f"FAILED ({r.code})"
-        lines.append(
-            f"{r.stage.name:<24} {_clock(r.started - origin):>7} {_clock(r.seconds):>8}  {state}"
-        )
+        start, wall, cpu = _clock(r.started - origin), _clock(r.seconds), _clock(r.cpu)
+        lines.append(f"{r.stage.name:<24} {start:>7} {wall:>8} {cpu:>8}  {state}")
     for r in results:
         if r.code is None:
-            lines.append(f"{r.stage.name:<24} {'-':>7} {'-':>8}  not run: {r.why}")
-    busy = sum(r.seconds for r in ran)
-    lines.append(f"{'total (wall)':<24} {'':>7} {_clock(total):>8}  stage time {_clock(busy)}")
+            lines.append(f"{r.stage.name:<24} {'-':>7} {'-':>8} {'-':>8}  not run: {r.why}")
+    busy, cpu = _clock(sum(r.seconds for r in ran)), _clock(sum(r.cpu for r in ran))
+    lines.append(f"{'total (wall)':<24} {'':>7} {_clock(total):>8} {cpu:>8}  stage time {busy}")
     return "\n".join(lines)
 
 
@@ -122,6 +132,42 @@ def cpu_times() -> tuple[float, float] | None:
     return (sum(ticks) - idle) / hertz, sum(ticks) / hertz
 
 
+class Load:
+    """The machine's recent CPU use, read every few seconds: may a light stage take a spare slot?"""
+
+    def __init__(
+        self,
+        read: Callable[[], tuple[float, float] | None] = lambda: cpu_times(),
+        settle: float = SETTLE,
+    ):
+        self.read = read
+        self.settle = settle
+        self.readings: list[tuple[float, tuple[float, float]]] = []
+        self.last_start = float("-inf")
+
+    def started(self, now: float) -> None:
+        self.last_start = now
+
+    def sample(self, now: float) -> None:
+        if self.readings and now - self.readings[-1][0] < min(5.0, self.settle / 4):
+            return
+        reading = self.read()
+        if reading is not None:
+            self.readings = [r for r in self.readings if now - r[0] <= 2 * self.settle + 5]
+            self.readings.append((now, reading))
+
+    def idle(self, now: float) -> float:
+        """The CPUs' idle share over the last `settle` seconds or more; 0 while unknown, or when
+        a stage started within them."""
+        if now - self.last_start < self.settle:
+            return 0.0
+        old = [reading for when, reading in self.readings if now - when >= self.settle]
+        if not old or not self.readings:
+            return 0.0
+        (busy0, all0), (busy1, all1) = old[-1], self.readings[-1][1]
+        return 1.0 - (busy1 - busy0) / (all1 - all0) if all1 > all0 else 0.0
+
+
 def cpu_line(before: tuple[float, float] | None, after: tuple[float, float] | None) -> str:
     """How busy the machine's CPUs were between two cpu_times() readings."""
     if before is None or after is None or after[1] <= before[1]:
@@ -131,6 +177,24 @@ def cpu_line(before: tuple[float, float] | None, after: tuple[float, float] | No
         f"machine CPU: {_clock(busy)} busy of {_clock(every)} "
         f"({100 * busy / every:.0f}% of {os.cpu_count()} CPUs)"
     )
+
+
+def docker_cpu() -> float | None:
+    """CPU seconds used by every Docker container since the daemon started (cgroup v1's
+    cpuacct of the docker group keeps the time of removed containers too); None elsewhere."""
+    try:
+        return int(DOCKER_CPUACCT.read_text(encoding="ascii")) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def timeline(samples: list[tuple[float, float]]) -> str:
+    """The machine's busy share per interval between cpu_times() samples, as percentages."""
+    shares = []
+    for (busy0, all0), (busy1, all1) in itertools.pairwise(samples):
+        if all1 > all0:
+            shares.append(f"{100 * (busy1 - busy0) / (all1 - all0):.0f}")
+    return " ".join(shares)
 
 
 def _clock(seconds: float) -> str:
@@ -147,8 +211,12 @@ def run(
     jobs: int,
     log_dir: Path = LOG_DIR,
     command: Callable[[Stage], list[str]] = make_command,
+    spare: int = 0,
+    load: Load | None = None,
 ) -> int:
-    """Run ``stages`` (at most ``jobs`` at once); 0 when every one ran and passed."""
+    """Run ``stages``, at most ``jobs`` at once, and up to ``spare`` more light ones while the
+    CPUs are idle enough; 0 when every one ran and passed."""
+    load = load or Load()
     log_dir.mkdir(parents=True, exist_ok=True)
     names = {s.name for s in stages}
     results = {s.name: Result(s, log=log_dir / f"{s.name}.log") for s in stages}
@@ -156,12 +224,14 @@ def run(
     running: dict[str, subprocess.Popen[bytes]] = {}
     origin = time.monotonic()
     last_beat = origin
-    cpu_before = cpu_times()
+    cpu_before, docker_before = cpu_times(), docker_cpu()
+    samples = [cpu_before] if cpu_before else []
 
     def say(text: str) -> None:
         print(text, flush=True)
 
     while pending or running:
+        load.sample(time.monotonic())
         # Stages whose needs failed (or were not run) are not run either.
         for stage in list(pending):
             bad = [n for n in stage.needs if n in names and results[n].code not in (None, 0)]
@@ -171,8 +241,18 @@ def run(
                 results[stage.name].why = f"needs {', '.join(bad or blocked)}"
                 say(f"stages: {stage.name} not run: it needs {', '.join(bad or blocked)}")
         ready = [s for s in pending if all(n not in names or results[n].code == 0 for n in s.needs)]
-        while ready and len(running) < jobs:
-            stage = ready.pop(0)
+        while ready:
+            if len(running) < jobs:
+                stage = ready.pop(0)
+            elif len(running) < jobs + spare and load.idle(time.monotonic()) >= SPARE_IDLE:
+                stage = next((s for s in ready if s.light), None)
+                if stage is None:
+                    break
+                ready.remove(stage)
+                say(f"stages: a spare slot for {stage.name} (the CPUs were idle enough)")
+            else:
+                break
+            load.started(time.monotonic())
             pending.remove(stage)
             result = results[stage.name]
             result.started = time.monotonic()
@@ -190,13 +270,15 @@ def run(
                 )
         time.sleep(0.5)
         for name, proc in list(running.items()):
-            code = proc.poll()
-            if code is None:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == 0:
                 continue
+            code = proc.returncode = os.waitstatus_to_exitcode(status)
             del running[name]
             result = results[name]
             result.ended = time.monotonic()
             result.code = code
+            result.cpu = usage.ru_utime + usage.ru_stime
             text = result.log.read_text(encoding="utf-8", errors="replace")
             verdict = "passed" if code == 0 else f"FAILED with exit code {code}"
             say(
@@ -204,6 +286,8 @@ def run(
                 f"======== stage {name} {verdict} in {_clock(result.seconds)} ========\n"
             )
         now = time.monotonic()
+        if samples and now - origin >= SAMPLE * len(samples):
+            samples.append(cpu_times() or samples[-1])
         if running and now - last_beat >= HEARTBEAT:
             last_beat = now
             parts = [f"{n} ({_clock(now - results[n].started)})" for n in running]
@@ -214,7 +298,12 @@ def run(
     summary = ["", "================ stages ================", table(ordered, origin, total)]
     cpu = cpu_line(cpu_before, cpu_times())
     if cpu:
+        docker_after = docker_cpu()
+        if docker_before is not None and docker_after is not None:
+            cpu += f"; Docker containers {_clock(docker_after - docker_before)}"
         summary.append(cpu)
+    if len(samples) > 2:
+        summary.append(f"machine CPU busy % per {SAMPLE:.0f} s: {timeline(samples)}")
     tests = slowest([(r.stage.name, r.log) for r in ordered if r.code is not None])
     if tests:
         summary.append("\nslowest tests (pytest --durations of every stage):")
@@ -237,6 +326,13 @@ def main(argv: list[str] | None = None) -> int:
         default=int(os.environ.get("STAGE_JOBS", "2")),
         help="stages run at once (default: STAGE_JOBS or 2)",
     )
+    parser.add_argument(
+        "--spare",
+        type=int,
+        default=int(os.environ.get("STAGE_SPARE", "0")),
+        help="light stages that may run past --jobs while the CPUs are idle (default: "
+        "STAGE_SPARE or 0)",
+    )
     parser.add_argument("--only", nargs="+", metavar="STAGE", help="run these stages only")
     parser.add_argument("--list", action="store_true", help="list the stages and exit")
     args = parser.parse_args(argv)
@@ -252,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         stages = tuple(s for s in SUITE if s.name in args.only)
     if args.jobs < 1:
         parser.error(f"--jobs must be 1 or more, got {args.jobs}")
-    return run(stages, args.jobs)
+    if args.spare < 0:
+        parser.error(f"--spare must be 0 or more, got {args.spare}")
+    return run(stages, args.jobs, spare=args.spare)
 
 
 if __name__ == "__main__":

@@ -37,12 +37,18 @@ _SLICE_SUFFIX = re.compile(r"^(?P<prefix>.+)-(?P<index>[0-9]+)\Z")
 JAX_COORDINATOR_PORT = 8476
 
 
-def host_port(host: str, port: int) -> str:
-    """``host:port``, an IPv6 address in brackets (``[fd00::1]:8476``), as URLs and JAX want."""
+def url_host(host: str) -> str:
+    """The host as it goes before ``:port`` or ``:/path`` in URLs, JAX's coordinator address and
+    NFS sources: an IPv6 address in brackets (``[fd00::1]``), anything else as it is."""
     text = str(host).strip()
     if ":" in text and not text.startswith("["):
         text = f"[{text}]"
-    return f"{text}:{int(port)}"
+    return text
+
+
+def host_port(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets (``[fd00::1]:8476``), as URLs and JAX want."""
+    return f"{url_host(host)}:{int(port)}"
 
 
 # Where a static inventory's host has its pod address: what the inventory says, else the

@@ -218,3 +218,28 @@ def test_an_ipv6_pod_has_a_bracketed_jax_coordinator_address() -> None:
     """verify.yml's multi-host JAX check connects to this address (it wrote ip:8476 before)."""
     six = {"v-0": {"tpu_node": "v", "tpu_worker_id": 0, "tpu_internal_ip": "fd00::2"}}
     assert pod_of("v-0", six, ["v-0"])["jax_coordinator_address"] == "[fd00::2]:8476"
+
+
+def test_url_host_filter_brackets_ipv6_only() -> None:
+    from ansible_collections.cloudtpu.pod.plugins.filter.url_host import FilterModule
+
+    url_host = FilterModule().filters()["url_host"]
+    assert url_host("fd00::2") == "[fd00::2]"
+    assert url_host("[fd00::2]") == "[fd00::2]"
+    assert url_host(" 10.0.0.2 ") == "10.0.0.2"
+    assert url_host("pod-w0") == "pod-w0"
+
+
+def test_no_role_or_playbook_brackets_an_address_by_hand() -> None:
+    """The rule lives in tpu_pod.url_host (the url_host filter); Jinja copies of it drift."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    hand_made = [
+        f"{path.relative_to(repo)}:{number}"
+        for folder in ("roles", "playbooks")
+        for path in sorted((repo / folder).rglob("*.yml"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "'[' ~" in line or '"[" ~' in line
+    ]
+    assert hand_made == [], f"use the cloudtpu.pod.url_host filter: {hand_made}"

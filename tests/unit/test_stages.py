@@ -38,8 +38,8 @@ def test_needs_run_first_and_a_failure_stops_what_needs_it(
     assert order.read_text().split() == ["a", "b"], "b waits for a; after-bad never runs"
     assert "======== stage bad FAILED with exit code 3" in out
     assert "broken" in out and "out-a" in out and "out-b" in out
-    assert re.search(r"^after-bad\s+-\s+-\s+not run: needs bad$", out, re.M), out
-    assert re.search(r"^bad\s+\d+:\d\d\s+\d+:\d\d\s+FAILED \(3\)$", out, re.M), out
+    assert re.search(r"^after-bad\s+-\s+-\s+-\s+not run: needs bad$", out, re.M), out
+    assert re.search(r"^bad\s+\d+:\d\d\s+\d+:\d\d\s+\d+:\d\d\s+FAILED \(3\)$", out, re.M), out
     assert (tmp_path / "logs" / "summary.txt").read_text().strip() in out
 
 
@@ -57,6 +57,71 @@ def test_stages_run_side_by_side_up_to_jobs(tmp_path: Path) -> None:
     for f in tmp_path.glob("flag.*"):
         f.unlink()
     assert stages.run(suite, jobs=1, log_dir=tmp_path / "one", command=shell(scripts)) == 1
+
+
+def test_the_table_shows_the_cpu_time_of_each_stage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a child of the stage's shell spins for about 2.2 CPU seconds; the idle stage uses none
+    spin = "python3 -c 'import time\nwhile time.process_time() < 2.2: pass'"
+    suite = (Stage("busy", "busy"), Stage("idle", "idle"))
+    scripts = {"busy": spin, "idle": "sleep 1"}
+    assert stages.run(suite, jobs=2, log_dir=tmp_path, command=shell(scripts)) == 0
+    out = capsys.readouterr().out
+    busy = re.search(r"^busy\s+\d+:\d\d\s+\d+:\d\d\s+(\d+):(\d\d)\s+passed$", out, re.M)
+    idle = re.search(r"^idle\s+\d+:\d\d\s+\d+:\d\d\s+(\d+):(\d\d)\s+passed$", out, re.M)
+    assert busy and idle, out
+    assert int(busy[2]) >= 2 and idle[0].endswith("0:00  passed"), out
+
+
+def test_timeline_gives_the_busy_share_of_each_interval() -> None:
+    samples = [(10.0, 20.0), (11.0, 22.0), (13.0, 24.0), (13.0, 24.0)]
+    assert stages.timeline(samples) == "50 100"
+
+
+def test_a_light_stage_takes_a_spare_slot_only_while_the_cpus_are_idle(tmp_path: Path) -> None:
+    # Three stages that each wait for the other two to start: they pass only side by side.
+    wait = "for i in $(seq 60); do [ -e {} ] && [ -e {} ] && exit 0; sleep 0.1; done; exit 1"
+    flag = tmp_path / "flag"
+    scripts = {
+        n: f"touch {flag}.{n}; " + wait.format(*(f"{flag}.{o}" for o in "xyz" if o != n))
+        for n in "xyz"
+    }
+    light = (Stage("x", "x"), Stage("y", "y"), Stage("z", "z", light=True))
+    heavy = (Stage("x", "x"), Stage("y", "y"), Stage("z", "z"))
+
+    def go(suite: tuple[Stage, ...], idle: float, name: str) -> int:
+        for f in tmp_path.glob("flag.*"):
+            f.unlink()
+        # the machine reads as `idle` idle; settle 0.2 s, so the spare slot's wait is short
+        load = stages.Load(read=iter_readings(idle), settle=0.2)
+        command = shell(scripts)
+        return stages.run(suite, 2, tmp_path / name, command, spare=1, load=load)
+
+    assert go(light, 0.9, "idle") == 0, "z took the spare slot"
+    assert go(light, 0.1, "busy") == 1, "no spare slot while the CPUs are busy"
+    assert go(heavy, 0.9, "heavy") == 1, "only a light stage takes a spare slot"
+
+
+def iter_readings(idle: float):
+    """cpu_times() readings of a machine that is `idle` idle: 10 CPU-seconds per reading."""
+    state = {"all": 0.0}
+
+    def read() -> tuple[float, float]:
+        state["all"] += 10.0
+        return (state["all"] * (1 - idle), state["all"])
+
+    return read
+
+
+def test_load_measures_the_idle_share_since_the_settle_time() -> None:
+    load = stages.Load(read=iter_readings(0.75), settle=10.0)
+    for now in (0.0, 3.0, 6.0, 9.0, 12.0):
+        load.sample(now)
+    assert load.idle(12.0) == pytest.approx(0.75)
+    load.started(11.0)
+    assert load.idle(12.0) == 0.0, "a stage started within the settle time"
+    assert stages.Load(read=lambda: None, settle=1.0).idle(5.0) == 0.0, "unknown: no spare"
 
 
 def test_slowest_reads_pytest_durations_of_every_log(tmp_path: Path) -> None:
