@@ -28,7 +28,7 @@ NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help check setup setup-next docker host-tools image lint docs unit integration journey sanity molecule test test-next test-next-run clean bench bench-inventory bench-scale bench-payload-cache bench-rulebook bench-pull emulator-clean demo demo-ssh demo-down test-torch-xla
+.PHONY: help check setup setup-next docker host-tools image lint docs unit integration journey sanity molecule test test-next next-venv test-next-lint test-next-sanity test-next-pytest clean bench bench-inventory bench-scale bench-payload-cache bench-rulebook bench-pull emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -129,20 +129,26 @@ test: ## The full test suite (what CI runs): every stage below, side by side, th
 check: lint unit ## The quick loop: lint and unit tests (a few minutes, no Docker)
 
 # The same collection on the newest ansible-core: lint, sanity, unit tests and the emulator runs
-# of NEXT_INTEGRATION. Skipped, saying why, when no Python 3.12 or newer is there.
-test-next: ## lint, sanity, unit and emulator tests on the newest ansible (.venv-next)
-	@if [ ! -x "$(NEXT_BIN)/python" ] && [ -z "$(NEXT_PYTHON)" ]; then \
-	  echo "test-next: SKIPPED: no Python 3.12 or newer (pyenv has none; set NEXT_PYTHON), which ansible-core 2.20+ needs"; \
-	else \
-	  $(MAKE) --no-print-directory test-next-run; \
-	fi
+# of NEXT_INTEGRATION, in three parts that make test runs side by side (after next-venv). Each
+# part is skipped, saying why, when no Python 3.12 or newer is there.
+NEXT_MISSING = [ ! -x "$(NEXT_BIN)/python" ] && [ -z "$(NEXT_PYTHON)" ]
+NEXT_SKIPPED = echo "$@: SKIPPED: no Python 3.12 or newer (pyenv has none; set NEXT_PYTHON), which ansible-core 2.20+ needs"
 
-test-next-run: setup-next
-	$(NEXT_BIN)/ansible --version | head -n 1
-	PATH=$(NEXT_BIN):$$PATH ansible-lint
-	VENV_BIN=$(NEXT_BIN) tools/sanity.sh
-	PATH=$(NEXT_BIN):$$PATH pytest -q tests/unit
-	PATH=$(NEXT_BIN):$$PATH pytest -q $(NEXT_INTEGRATION)
+test-next: test-next-lint test-next-sanity test-next-pytest ## lint, sanity, unit and emulator tests on the newest ansible (.venv-next)
+
+next-venv: ## .venv-next when a Python 3.12 or newer is there (else says it is skipped)
+	@if $(NEXT_MISSING); then $(NEXT_SKIPPED); else \
+	  $(MAKE) --no-print-directory setup-next && $(NEXT_BIN)/ansible --version | head -n 1; fi
+
+test-next-lint: next-venv ## ansible-lint on the newest ansible
+	@if $(NEXT_MISSING); then $(NEXT_SKIPPED); else PATH=$(NEXT_BIN):$$PATH ansible-lint; fi
+
+test-next-sanity: next-venv ## ansible-test sanity on the newest ansible
+	@if $(NEXT_MISSING); then $(NEXT_SKIPPED); else VENV_BIN=$(NEXT_BIN) tools/sanity.sh; fi
+
+test-next-pytest: next-venv ## unit tests and NEXT_INTEGRATION on the newest ansible
+	@if $(NEXT_MISSING); then $(NEXT_SKIPPED); else \
+	  PATH=$(NEXT_BIN):$$PATH pytest -q tests/unit && PATH=$(NEXT_BIN):$$PATH pytest -q $(NEXT_INTEGRATION); fi
 
 test-torch-xla: setup image ## torch_xla really installed and imported (downloads about 4.4 GB; not in `test`)
 	molecule test -s torch-xla

@@ -49,25 +49,32 @@ class Stage:
 
 
 # The suite, in order of priority: when a slot frees, the first ready stage in this list starts.
-# The two longest stages (integration, the journeys) start first, side by side; the molecule
-# scenarios and the short checks follow as slots free. Two slots by default: on two CPUs a third
-# heavy stage slowed every other one more than it gained (BENCHMARKS.md, "The test suite").
+# Longest first (their wall times in a fresh-clone run, README's Development section), so that
+# the short stages fill the end and no long stage runs alone at the end: integration and the
+# journeys side by side, then the molecule scenarios and the newest ansible's parts, then the
+# short checks. Two slots by default: on two CPUs a third heavy stage slowed every other one more
+# than it gained (BENCHMARKS.md, "The test suite"); a light stage may take a spare one.
+_MOLECULE = ("setup", "image")
 SUITE: tuple[Stage, ...] = (
     Stage("setup", "setup"),
     Stage("image", "image"),
     Stage("host-tools", "host-tools"),
     Stage("integration", "integration", ("setup", "image", "host-tools")),
     Stage("journey", "journey", ("setup", "image", "host-tools")),
+    Stage("molecule-default", "molecule-default", _MOLECULE, light=True),
+    Stage("molecule-framework", "molecule-framework", _MOLECULE, light=True),
+    Stage("molecule-pod", "molecule-pod", _MOLECULE, light=True),
+    Stage("next-venv", "next-venv"),
+    Stage("molecule-nfs", "molecule-nfs", _MOLECULE, light=True),
     Stage("lint", "lint", ("setup",)),
+    Stage("test-next-pytest", "test-next-pytest", ("next-venv", "image", "host-tools")),
+    Stage("test-next-lint", "test-next-lint", ("next-venv",)),
+    Stage("sanity", "sanity", ("setup",)),
+    # after sanity: both keep ansible-test's environments in .cache/ansible-test-home
+    Stage("test-next-sanity", "test-next-sanity", ("next-venv", "sanity")),
+    Stage("molecule-remote_shell", "molecule-remote_shell", _MOLECULE, light=True),
     Stage("unit", "unit", ("setup",)),
     Stage("docs", "docs", ("setup",)),
-    Stage("molecule-pod", "molecule-pod", ("setup", "image"), light=True),
-    Stage("molecule-framework", "molecule-framework", ("setup", "image"), light=True),
-    Stage("molecule-default", "molecule-default", ("setup", "image"), light=True),
-    Stage("molecule-nfs", "molecule-nfs", ("setup", "image"), light=True),
-    Stage("molecule-remote_shell", "molecule-remote_shell", ("setup", "image"), light=True),
-    Stage("sanity", "sanity", ("setup",)),
-    Stage("test-next", "test-next", ("setup", "image", "host-tools")),
 )
 
 _DURATION = re.compile(r"^\s*(\d+\.\d+)s (call|setup|teardown)\s+(\S.*)$")
@@ -240,9 +247,17 @@ def run(
                 pending.remove(stage)
                 results[stage.name].why = f"needs {', '.join(bad or blocked)}"
                 say(f"stages: {stage.name} not run: it needs {', '.join(bad or blocked)}")
-        ready = [s for s in pending if all(n not in names or results[n].code == 0 for n in s.needs)]
+        ready, reserved = [], 0
+        for stage in pending:
+            if all(n not in names or results[n].code == 0 for n in stage.needs):
+                ready.append(stage)
+            elif not ready and all(
+                n not in names or results[n].code == 0 or n in running for n in stage.needs
+            ):
+                # ready once running stages end: no later stage takes its slot meanwhile
+                reserved += 1
         while ready:
-            if len(running) < jobs:
+            if len(running) + reserved < jobs:
                 stage = ready.pop(0)
             elif len(running) < jobs + spare and load.idle(time.monotonic()) >= SPARE_IDLE:
                 stage = next((s for s in ready if s.light), None)

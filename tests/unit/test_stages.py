@@ -124,6 +124,26 @@ def test_load_measures_the_idle_share_since_the_settle_time() -> None:
     assert stages.Load(read=lambda: None, settle=1.0).idle(5.0) == 0.0, "unknown: no spare"
 
 
+def test_a_stage_about_to_be_ready_keeps_its_slot_from_a_later_one(tmp_path: Path) -> None:
+    # first: quick; long needs first; filler is ready at once but comes after long in priority.
+    # With two slots, filler must not take long's slot while first runs.
+    order = tmp_path / "order"
+    scripts = {
+        "first": f"sleep 0.5; echo first >> {order}",
+        "long": f"echo long >> {order}",
+        "filler": f"echo filler >> {order}",
+        "other": f"sleep 4; echo other >> {order}",
+    }
+    suite = (
+        Stage("first", "first"),
+        Stage("other", "other"),
+        Stage("long", "long", ("first",)),
+        Stage("filler", "filler"),
+    )
+    assert stages.run(suite, 2, tmp_path / "logs", shell(scripts)) == 0
+    assert order.read_text().split() == ["first", "long", "filler", "other"]
+
+
 def test_slowest_reads_pytest_durations_of_every_log(tmp_path: Path) -> None:
     unit = tmp_path / "unit.log"
     unit.write_text(
@@ -154,8 +174,11 @@ def test_the_suite_covers_every_molecule_scenario_of_the_makefile() -> None:
     scenarios = re.search(r"^SCENARIOS \?= (.+)$", makefile, re.M)[1].split()
     targets = {s.target for s in stages.SUITE}
     assert {f"molecule-{s}" for s in scenarios} <= targets
-    for name in ("lint", "docs", "unit", "integration", "journey", "sanity", "test-next"):
+    for name in ("lint", "docs", "unit", "integration", "journey", "sanity"):
         assert name in targets
+    # make test runs the parts of make test-next, each as a stage
+    parts = re.search(r"^test-next: (.+?) ##", makefile, re.M)[1].split()
+    assert len(parts) == 3 and set(parts) <= targets, parts
 
 
 def test_unknown_stage_and_bad_jobs_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
