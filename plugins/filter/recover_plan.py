@@ -24,7 +24,10 @@ description:
     (C(playbooks/provision.yml) with C(tpu_provision_bootstrap=pull)); its workers bootstrap
     themselves at every boot, and recover.yml waits for their result instead of bootstrapping
     them from the controller.
-positional: states, health, force, rebooted
+  - A node named in O(names) that the API does not know (it is not in the input) but O(journal)
+    holds is V(recreate)d from the journal's spec, with C(journal) true (an earlier run
+    deleted it and did not create it again). One that neither knows gets a C(problem).
+positional: states, health, force, rebooted, journal, names
 options:
   _input:
     description: Node summaries.
@@ -49,6 +52,14 @@ options:
     description: A READY HEALTHY node counts as back from maintenance with rebooted workers.
     type: bool
     default: false
+  journal:
+    description: The recovery journal's entries by node ID (M(cloudtpu.pod.tpu_journal)).
+    type: dict
+    default: {}
+  names:
+    description: The node IDs asked for, in order (default, the names of the input's nodes).
+    type: list
+    elements: str
 """
 
 EXAMPLES = r"""
@@ -62,7 +73,8 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description: One dict per node with C(name), C(action), C(queued_resource), C(problem),
-    C(pull) and C(node) (the summary given).
+    C(pull), C(journal) (recreated from the journal) and C(node) (the summary given, or one
+    made of the journal's spec).
   type: list
   elements: dict
 """

@@ -193,7 +193,9 @@ class TpuClient(TpuApiTransport):
     def create_node(
         self, project: str, zone: str, node_id: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """Start creating a node; returns the long-running operation."""
+        """Start creating a node; returns the long-running operation. The call is sent once
+        when no answer comes back (``OUTCOME_UNKNOWN``): ``tpu_create.create_or_find`` looks
+        before sending it again."""
         return self.request(
             "POST",
             f"{self._parent(project, zone)}/nodes",
@@ -203,6 +205,7 @@ class TpuClient(TpuApiTransport):
             zone=zone,
             permission="tpu.nodes.create",
             resource=f"TPU node {node_id}",
+            once=True,
         )
 
     def delete_node(self, project: str, zone: str, node: str) -> dict[str, Any]:

@@ -202,8 +202,14 @@ class TpuApiTransport:
         zone: str = "",
         permission: str = "",
         resource: str = "",
+        once: bool = False,
     ) -> dict[str, Any]:
-        """Send one API call (with retries) and return the decoded JSON answer."""
+        """Send one API call (with retries) and return the decoded JSON answer.
+
+        ``once``: the call is not safe to repeat blindly (a create). When no answer comes back
+        it is not sent again: :class:`TpuApiError` with reason ``OUTCOME_UNKNOWN`` says that it
+        may have been carried out, so that the caller looks before sending it again.
+        """
         url = self._url(path)
         idempotent = method in ("GET", "DELETE")
         response = None
@@ -221,6 +227,14 @@ class TpuApiTransport:
             except GoogleAuthError as exc:
                 raise self._auth_error(exc) from None
             except RequestException as exc:
+                if once:
+                    raise TpuApiError(
+                        f"The TPU API at {self.base_url} gave no answer to {method} {url} "
+                        f"({exc.__class__.__name__}); it may have been carried out, so it was "
+                        "not sent again.",
+                        reason="OUTCOME_UNKNOWN",
+                        url=url,
+                    ) from None
                 if attempt < self.retries:
                     self._sleep(self.backoff_delay(attempt))
                     continue

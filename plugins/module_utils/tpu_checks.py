@@ -333,6 +333,12 @@ GCP_NAMES = {
         "letter, not ending with a hyphen)",
     ),
     "zone": (re.compile(r"[a-z]+-[a-z]+[0-9]+-[a-z]"), "a zone", "such as us-central2-b"),
+    "node": (
+        re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"),
+        "a node ID",
+        "of 1 to 63 lowercase letters, digits and hyphens, starting with a letter and not "
+        "ending with a hyphen",
+    ),
 }
 
 

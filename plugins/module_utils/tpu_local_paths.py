@@ -18,6 +18,7 @@ only the links in what was written count.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
@@ -25,6 +26,10 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     system_folder,
     unsafe_character,
 )
+
+# The collection's state folder on the controller (ssh_config.yml's record, recover.yml's journal).
+STATE_DIR_ENV = "CLOUDTPU_STATE_DIR"
+DEFAULT_STATE_DIR = "~/.local/state/cloudtpu.pod"
 
 # What the path must be, per kind: an existing file, an existing folder, or a folder that the
 # playbook makes when it is missing.
@@ -41,6 +46,13 @@ def local_path(value: str) -> str:
         home = os.path.realpath(os.path.expanduser("~"))
         return os.path.normpath(home + value[1:])
     return os.path.normpath(os.path.join(os.getcwd(), value))
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> str:
+    """The collection's state folder on the controller, as written (``~`` not expanded):
+    ``CLOUDTPU_STATE_DIR``, else ``~/.local/state/cloudtpu.pod``."""
+    environ = os.environ if environ is None else environ
+    return environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR
 
 
 def _first_link(path: str) -> str:

@@ -23,6 +23,9 @@ description:
     external IPs) cannot be changed by the API, so the task fails with a list of the fields
     and their current and wanted values, unless O(recreate=true), which deletes the node and
     creates it again (everything on its disks is lost).
+  - A create that gets no answer, or a 500, is not sent again blindly; the node is looked up
+    first, and an existing node with the spec asked for is taken (RV(adopted)), as after a 409
+    ALREADY_EXISTS.
   - Returns the node as the API describes it, and its workers with their addresses.
 extends_documentation_fragment:
   - cloudtpu.pod.tpu_api
@@ -251,6 +254,16 @@ recreated:
   returned: always
   type: bool
   sample: false
+adopted:
+  description:
+    - Whether the create found the node there after all and took it, because its spec is the
+      one asked for (differences the API can change in place are changed). That happens when
+      the API answers 409 ALREADY_EXISTS (another run made it in the meantime), or when a
+      create got no answer or a 500 and the look that follows finds the node it made; a create
+      is sent again only when that look finds nothing.
+  returned: always
+  type: bool
+  sample: false
 differences:
   description: Every difference between the task and the existing node, changed or not.
   returned: always
@@ -274,6 +287,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     check_module_options,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_create import create_or_find
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
     default_runtime_version,
 )
@@ -354,6 +368,7 @@ class NodeTask:
             "workers": [],
             "updated_fields": [],
             "recreated": False,
+            "adopted": False,
             "differences": [],
         }
         self.before: dict[str, Any] = {}
@@ -430,10 +445,31 @@ class NodeTask:
                 "(for example accelerator_type: v4-8 and runtime_version: tpu-ubuntu2204-base).",
                 **self.result,
             )
-        self.finish(
-            self.client.create_node(self.project, self.zone, self.name, node_body(self.wanted))
+        operation, existing, ours = create_or_find(
+            self.client, self.project, self.zone, self.name, node_body(self.wanted)
         )
-        return self.wait_for(("READY",))
+        if existing is None:
+            self.finish(operation or {})
+            return self.wait_for(("READY",))
+        return self.adopt(existing, ours)
+
+    def adopt(self, existing: dict[str, Any], ours: bool) -> dict[str, Any] | None:
+        """The node exists after all (a 409, or an earlier attempt of this create went
+        through): take it when its spec is the one asked for, as for a node found at the
+        start; the differences the API cannot change in place are refused as there."""
+        self.result["adopted"] = True
+        self.result["changed"] = ours
+        node = self.settle(existing)
+        if node is None:
+            self.module.fail_json(
+                msg=f"{self.where()} was there when it was created, and is gone now; run the "
+                "task again.",
+                **self.result,
+            )
+        node = self.present(node)
+        if node is not None and node.get("state") != "READY" and self.state != "stopped":
+            return self.wait_for(("READY",))
+        return node
 
     # -- decisions ------------------------------------------------------------------------------
 

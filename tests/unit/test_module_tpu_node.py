@@ -285,3 +285,36 @@ def test_replace_mode_sets_exactly_the_given_metadata(api: Api) -> None:
     create(api, metadata={"ssh-keys": ALICE + "\n" + V4_16["metadata"]["ssh-keys"], "x": "1"})
     create(api, metadata_mode="replace")
     assert api.node("pod-a")["metadata"] == V4_16["metadata"]
+
+
+def test_a_500_on_the_create_is_looked_at_then_sent_again(api: Api) -> None:
+    rule = {"path": "*/nodes", "method": "POST", "statuses": [500]}
+    api.admin("POST", "faults", {"rules": [rule]})
+    result = create(api, retries=2)
+    assert result["changed"] is True and result["adopted"] is False
+    assert api.node("pod-a")["state"] == "READY"
+    calls = api.calls()
+    assert calls.get("POST nodes.create") == 2, calls
+
+
+def test_a_409_for_a_node_with_the_spec_asked_for_is_adopted(api: Api) -> None:
+    create(api)
+    api.reset_calls()
+    # The first look misses the node (another run is making it at the same moment): the create
+    # answers 409 ALREADY_EXISTS, and the node with this spec is taken as it is.
+    rule = {"path": "*/nodes/pod-a", "method": "GET", "statuses": [404]}
+    api.admin("POST", "faults", {"rules": [rule]})
+    result = create(api)
+    assert result["adopted"] is True and result["changed"] is False, result
+    assert result["node"]["state"] == "READY" and len(result["workers"]) == 2
+    assert api.mutating_calls() == {"POST nodes.create": 1}, api.calls()
+
+
+def test_a_409_for_a_node_of_another_type_is_refused_with_the_differences(api: Api) -> None:
+    create(api)
+    rule = {"path": "*/nodes/pod-a", "method": "GET", "statuses": [404]}
+    api.admin("POST", "faults", {"rules": [rule]})
+    outcome = run_module("tpu_node", node_args(api, accelerator_type="v4-8"))
+    assert outcome.failed
+    assert "accelerator_type: 'v4-16' -> 'v4-8'" in outcome.msg, outcome.msg
+    assert api.node("pod-a")["acceleratorType"] == "v4-16"
