@@ -16,8 +16,9 @@ short_description: Why a value is not a Google Cloud project ID or zone ('' when
 description:
   - A project ID is 6 to 30 lowercase letters, digits and hyphens, starting with a letter and
     not ending with a hyphen (C(my-project)); a zone is a region and a letter
-    (C(us-central2-b)). These are the names the TPU API takes in its paths, so a value such as
-    C(../x) never reaches it.
+    (C(us-central2-b)); a node ID is 1 to 63 lowercase letters, digits and hyphens, starting
+    with a letter and not ending with a hyphen (C(pod-a)). These are the names the TPU API takes
+    in its paths, so a value such as C(../x) never reaches it.
   - With O(many), the input is a list of them or a comma-separated string (as C(-e key=value)
     gives), and may be empty.
   - Returns an empty string when fine, else one sentence naming the variable, the value and what
@@ -35,7 +36,7 @@ options:
   kind:
     description: What the value is.
     type: str
-    choices: [project, zone]
+    choices: [project, zone, node]
     default: project
   many:
     description: A list (or a comma-separated string) of them rather than one.

@@ -98,6 +98,8 @@ def _check_folder(folder: str, make: bool) -> bool:
             return False
         try:
             os.makedirs(path, mode=0o700)
+        except FileExistsError:
+            pass  # made meanwhile by another run: checked below as any other
         except OSError as exc:
             raise _refuse(f"{path} cannot be made ({exc.strerror})") from None
     reason = _unsafe(path, os.lstat(path), "folder")

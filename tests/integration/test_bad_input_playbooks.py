@@ -128,6 +128,15 @@ CASES = [
     Case("firewall.yml", "tpu_firewall_source_ranges", "10.0.0.0/8", "10.0.0.0/8"),
     *typed("firewall.yml", "tpu_firewall_allow_world", ["maybe"]),
     *typed("firewall.yml", "tpu_firewall_ssh", ["maybe"]),
+    # A final line break: the checks match the whole value (cloudtpu.pod.fullmatch), not re.match
+    # whose $ matches before a trailing "\n". A list shows its entries as JSON ("pod-a\\n").
+    Case("teardown.yml", "tpu_teardown_nodes", ["pod-a\n"], "pod-a\\n"),
+    Case("recover.yml", "tpu_recover_nodes", ["pod-a\n"], "pod-a\\n"),
+    Case("teardown.yml", "tpu_teardown_queued_resource", "pod-qr\n", "pod-qr"),
+    Case("provision.yml", "tpu_provision_ssh_user", "tpu\n", "tpu"),
+    Case("provision.yml", "tpu_provision_accelerator_type", "v4-16\n", "v4-16"),
+    Case("firewall.yml", "tpu_firewall_network", "default\n", "default"),
+    Case("firewall.yml", "tpu_firewall_target_tags", ["tpu\n"], "tpu\\n"),
 ]
 
 

@@ -60,6 +60,8 @@ BASE = [
     v("packages-upper", "tpu_base_packages_extra", ["Zsh"], "Zsh"),
     v("tz-dotdot", "tpu_base_timezone", "Europe/../etc/passwd"),
     v("tz-space", "tpu_base_timezone", "Berlin time"),
+    v("tz-newline", "tpu_base_timezone", "Etc/UTC\n", "Etc/UTC"),  # a check matches in full
+    v("packages-newline", "tpu_base_packages_extra", ["htop\n"], "htop"),
     v("shell-relative", "tpu_base_user_shell", "zsh"),
     v("shell-dotdot", "tpu_base_user_shell", "/bin/../tmp/sh"),
     v("nofile-small", "tpu_base_nofile", 100),
@@ -207,6 +209,7 @@ REMOTE_SHELL = [
     v("locale-latin1", "tpu_remote_shell_locale", "en_US.ISO-8859-1", "ISO-8859-1"),
     v("locale-posix", "tpu_remote_shell_locale", "POSIX"),
     v("locale-shell", "tpu_remote_shell_locale", "en_US.utf8 ; rm", "utf8 ; rm"),
+    v("locale-newline", "tpu_remote_shell_locale", "C.UTF-8\n", "C.UTF-8"),
     v("byobu-login-always", "tpu_remote_shell_byobu_on_login", "always"),
     c(
         "byobu-login-without-byobu",
@@ -306,6 +309,8 @@ NFS = [
     v("read-only-maybe", "tpu_nfs_read_only", "maybe"),
     v("squash", "tpu_nfs_squash", "squash_all"),
     v("owner-space", "tpu_nfs_owner", "Bad User"),
+    v("owner-newline", "tpu_nfs_owner", "tpu\n", "tpu"),
+    v("option-newline", "tpu_nfs_mount_options", ["_netdev", "nofail", "hard\n"], "hard"),
     v("external-glob", "tpu_nfs_external_server", "*.example.com"),
     v("retries-word", "tpu_nfs_apt_retries", "often"),
     v("retries-negative", "tpu_nfs_apt_retries", -1),
@@ -341,6 +346,7 @@ LIBTPU = [
     v("remove-logs-maybe", "tpu_libtpu_remove_logs", "maybe"),
     v("users-space", "tpu_libtpu_kill_users", ["Alice Smith"], "Alice Smith"),
     v("users-shell", "tpu_libtpu_kill_users", ["root;reboot"], "root;reboot"),
+    v("users-newline", "tpu_libtpu_kill_users", ["tpu\n"], "tpu"),
     v("users-string", "tpu_libtpu_kill_users", "tpu"),
     v("grace-negative", "tpu_libtpu_kill_grace", -1),
     v("grace-word", "tpu_libtpu_kill_grace", "soon"),

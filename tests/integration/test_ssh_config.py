@@ -193,6 +193,9 @@ BAD = [
     ("no-group", {"tpu_ssh_config_group": "nope"}, None, "tpu_ssh_config_group", "nope"),
     ("pattern-host", {}, {"pod-w*": "203.0.113.10"}, "pod-w*", "pattern"),
     ("address-newline", {}, {"pod-w0": "203.0.113.10\n  ProxyCommand x"}, "ansible_host", "Proxy"),
+    # a final line break too: the checks match the whole value (cloudtpu.pod.fullmatch)
+    ("user-newline", {"tpu_ssh_config_user": "alice\n"}, None, "tpu_ssh_config_user", "alice"),
+    ("address-final-newline", {}, {"pod-w0": "203.0.113.10\n"}, "ansible_host", "203.0.113.10"),
 ]
 
 
