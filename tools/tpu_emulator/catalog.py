@@ -36,6 +36,17 @@ CONFIG_TYPES: dict[str, str] = {
     "V6E": "v6e",
 }
 
+# The same enum as numbers (AcceleratorConfig.Type), as clients that send enums as integers
+# put it in a request body: Google's client libraries do over REST.
+CONFIG_TYPE_NUMBERS: dict[int, str] = {
+    2: "V2",
+    4: "V3",
+    7: "V4",
+    9: "V5LITE_POD",
+    10: "V5P",
+    11: "V6E",
+}
+
 # Runtime (software) versions each family boots, as patterns. The service answers 400
 # INVALID_ARGUMENT for a version the family cannot run (a v5e image on a v4, a v4 image on a v6e).
 RUNTIMES: dict[str, tuple[str, ...]] = {

@@ -49,6 +49,15 @@ PERMISSIONS = {
     "queuedResources.get": "tpu.queuedResources.get",
     "queuedResources.create": "tpu.queuedResources.create",
     "queuedResources.delete": "tpu.queuedResources.delete",
+    # the IAM names of the methods added later, as the TPU permission reference spells them
+    "acceleratorTypes.get": "tpu.acceleratortypes.get",
+    "runtimeVersions.list": "tpu.runtimeversions.list",
+    "runtimeVersions.get": "tpu.runtimeversions.get",
+    "nodes.getGuestAttributes": "tpu.nodes.get",
+    "locations.generateServiceIdentity": "tpu.locations.get",
+    "operations.delete": "tpu.operations.delete",
+    "operations.cancel": "tpu.operations.cancel",
+    "queuedResources.reset": "tpu.nodes.reset",
 }
 
 ROUTES: list[tuple[str, re.Pattern[str], str]] = [
@@ -115,6 +124,52 @@ ROUTES: list[tuple[str, re.Pattern[str], str]] = [
         "DELETE",
         re.compile(r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/queuedResources/(?P<q>[^/]+)$"),
         "queuedResources.delete",
+    ),
+    (
+        "GET",
+        re.compile(r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/acceleratorTypes/(?P<t>[^/]+)$"),
+        "acceleratorTypes.get",
+    ),
+    (
+        "GET",
+        re.compile(r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/runtimeVersions$"),
+        "runtimeVersions.list",
+    ),
+    (
+        "GET",
+        re.compile(r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/runtimeVersions/(?P<v>[^/]+)$"),
+        "runtimeVersions.get",
+    ),
+    (
+        "POST",
+        re.compile(
+            r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/nodes/(?P<n>[^/:]+):getGuestAttributes$"
+        ),
+        "nodes.getGuestAttributes",
+    ),
+    (
+        "POST",
+        re.compile(r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/:]+):generateServiceIdentity$"),
+        "locations.generateServiceIdentity",
+    ),
+    (
+        "DELETE",
+        re.compile(r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/operations/(?P<o>[^/:]+)$"),
+        "operations.delete",
+    ),
+    (
+        "POST",
+        re.compile(
+            r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/operations/(?P<o>[^/:]+):cancel$"
+        ),
+        "operations.cancel",
+    ),
+    (
+        "POST",
+        re.compile(
+            r"^projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/queuedResources/(?P<q>[^/:]+):reset$"
+        ),
+        "queuedResources.reset",
     ),
 ]
 

@@ -2,7 +2,7 @@
 
 :class:`Emulator` is independent of HTTP: ``dispatch(method, path, query, body, headers)``
 returns ``(status, json_body)``. The server module wraps it in an HTTP server. Each resource's
-routes live in their own module (nodes, queued, operations, locations, admin); the emulator
+routes live in their own module (nodes, queued, operations, locations, service, admin); the emulator
 combines them.
 """
 
@@ -33,9 +33,10 @@ from .locations import Locations
 from .nodes import Nodes
 from .operations import Operations
 from .queued import QueuedResources
+from .service import Service
 
 
-class Emulator(Nodes, QueuedResources, Operations, Locations, Admin):
+class Emulator(Nodes, QueuedResources, Operations, Locations, Service, Admin):
     """State and behaviour of the emulated API. Thread-safe."""
 
     def __init__(

@@ -12,6 +12,9 @@ from . import catalog, errors
 from .backends import NodeInfo, WorkerAddress
 from .common import NODE_ID_RE, OFF_STATES, TYPE_PREFIX, Project, first, now_rfc3339, tpu_scope
 
+# AttachedDisk.DiskMode by number
+DISK_MODES = {0: "DISK_MODE_UNSPECIFIED", 1: "READ_WRITE", 2: "READ_ONLY"}
+
 
 class Nodes:
     """The nodes resource."""
@@ -140,7 +143,18 @@ class Nodes:
     ) -> tuple[int, dict[str, Any]]:
         return 200, copy.deepcopy(self._get_node(project, params["z"], params["n"]))
 
+    @staticmethod
+    def _enum_names(node: dict[str, Any]) -> None:
+        """Enums sent as numbers become their names, as the service stores them."""
+        config = node.get("acceleratorConfig")
+        if isinstance(config, dict) and type(config.get("type")) is int:
+            config["type"] = catalog.CONFIG_TYPE_NUMBERS.get(config["type"], str(config["type"]))
+        for disk in node.get("dataDisks") or []:
+            if isinstance(disk, dict) and type(disk.get("mode")) is int:
+                disk["mode"] = DISK_MODES.get(disk["mode"], str(disk["mode"]))
+
     def _validate_node_body(self, project: Project, zone: str, node: dict[str, Any]) -> str:
+        self._enum_names(node)
         accel = node.get("acceleratorType")
         config = node.get("acceleratorConfig")
         if accel and config:

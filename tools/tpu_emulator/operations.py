@@ -14,7 +14,7 @@ from .common import API_VERSION, TYPE_PREFIX, Project, grpc_code, now_rfc3339
 
 
 class Operations:
-    """operations.list/get, and the operation life cycle the other resources use."""
+    """operations.list/get/delete/cancel, and the operation life cycle the other resources use."""
 
     def _operation(self, project: Project, zone: str, verb: str, target: str) -> dict[str, Any]:
         op_id = f"operation-{int(time.time() * 1000)}-{uuid.uuid4().hex[:12]}"
@@ -96,3 +96,25 @@ class Operations:
         if op is None:
             raise errors.not_found(name)
         return 200, copy.deepcopy(op)
+
+    def _operations_delete(
+        self, project: Project, params: dict[str, str], query: dict[str, Any], body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        """Forget the operation; the change it stands for goes on (as the service does)."""
+        name = f"projects/{project.id}/locations/{params['z']}/operations/{params['o']}"
+        if self.operations.pop(name, None) is None:
+            raise errors.not_found(name)
+        return 200, {}
+
+    def _operations_cancel(
+        self, project: Project, params: dict[str, str], query: dict[str, Any], body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        """Best effort, as the API allows: the request is recorded (metadata.cancelRequested)
+        and the operation still runs to its end; a finished one is left as it is."""
+        name = f"projects/{project.id}/locations/{params['z']}/operations/{params['o']}"
+        op = self.operations.get(name)
+        if op is None:
+            raise errors.not_found(name)
+        if not op["done"]:
+            op["metadata"]["cancelRequested"] = True
+        return 200, {}

@@ -1,4 +1,4 @@
-"""Queued resources: list, get, create (with multislice node specs), delete.
+"""Queued resources: list, get, create (with multislice node specs), delete, reset.
 
 A request goes CREATING -> ACCEPTED -> PROVISIONING -> ACTIVE, or waits in
 WAITING_FOR_RESOURCES when the zone has no capacity or its queueingPolicy's validAfter has not
@@ -82,14 +82,28 @@ class QueuedResources:
                     f"projects/{project.id}/locations/{zone}/nodes/{node_id}"
                 )
             self._validate_node_body(project, zone, spec.get("node") or {})
-        after, until = validate_schedule(body)
+        validate_schedule(body)
         qr = copy.deepcopy(body)
         qr["name"] = f"projects/{project.id}/locations/{zone}/queuedResources/{qr_id}"
         qr["createTime"] = now_rfc3339()
         qr["state"] = {"state": "CREATING", "stateInitiator": "USER"}
         project.queued[zone][qr_id] = qr
         op = self._operation(project, zone, "create", qr["name"])
-        spot = "spot" in body
+        self._accept(project, zone, qr, specs, op)
+        return 200, copy.deepcopy(op)
+
+    def _accept(
+        self,
+        project: Project,
+        zone: str,
+        qr: dict[str, Any],
+        specs: list[dict[str, Any]],
+        op: dict[str, Any],
+    ) -> None:
+        """After the operation delay the request is ACCEPTED, then provisioned, queued or
+        failed; ``op`` resolves to the request."""
+        after, until = validate_schedule(qr)
+        spot = "spot" in qr
 
         def accepted(_: Any) -> dict[str, Any]:
             qr["state"] = {"state": "ACCEPTED", "stateInitiator": "USER"}
@@ -104,6 +118,30 @@ class QueuedResources:
             return {"@type": TYPE_PREFIX + "QueuedResource", **copy.deepcopy(qr)}
 
         self._run(op, lambda: None, accepted)
+
+    def _queuedresources_reset(
+        self, project: Project, params: dict[str, str], query: dict[str, Any], body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        """A SUSPENDED or FAILED request goes back into the queue with its node specs, as if
+        created again (its nodes are gone by then)."""
+        zone, qr_id = params["z"], params["q"]
+        qr = self._get_qr(project, zone, qr_id)
+        word = qr["state"].get("state")
+        if word not in ("SUSPENDED", "FAILED"):
+            raise errors.failed_precondition(
+                f"Queued resource {qr['name']} is {word}; only a SUSPENDED or FAILED request "
+                "can be reset."
+            )
+        specs = expand_node_specs(((qr.get("tpu") or {}).get("nodeSpec")) or [], qr_id)
+        taken = [str(s["nodeId"]) for s in specs if str(s["nodeId"]) in project.nodes[zone]]
+        if taken:
+            raise errors.failed_precondition(
+                f"Queued resource {qr['name']} cannot be reset while node(s) "
+                f"{', '.join(taken)} exist."
+            )
+        qr["state"] = {"state": "CREATING", "stateInitiator": "USER"}
+        op = self._operation(project, zone, "reset", qr["name"])
+        self._accept(project, zone, qr, specs, op)
         return 200, copy.deepcopy(op)
 
     def _provision(
