@@ -9,6 +9,10 @@ from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
 from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import run_id_problem
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_babysit import (
+    TEARDOWN_DEFAULT,
+    teardown_problem,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     _shown,
     number_problem,
@@ -33,12 +37,15 @@ description:
   - C(run) is empty or a run id. C(log_dir) (default C(./.cache/babysit)) is a folder on this
     machine, or one to make, without C(..), a system folder or a symbolic link on the way (as
     every local path the playbooks take).
+  - C(teardown) (tpu_babysit_teardown) is C(never) (the default), C(on_success) or C(always),
+    what babysit.yml does with the run's nodes when it stops watching (the
+    C(cloudtpu.pod.babysit_teardown) filter decides).
   - A C(cmd) is refused (the babysitter restarts the recorded command), and so is
     C(tpu_run_detach) false.
 options:
   _input:
     description: Keys C(max_recoveries), C(interval), C(backoff_max), C(timeout), C(run),
-      C(log_dir), C(cmd), C(detach).
+      C(log_dir), C(teardown), C(cmd), C(detach).
     type: dict
     required: true
 """
@@ -52,7 +59,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: C(ok), C(message), C(errors), the typed numbers, C(run) and C(log_dir) (absolute).
+  description: C(ok), C(message), C(errors), the typed numbers, C(run), C(log_dir) (absolute) and
+    C(teardown).
   type: dict
 """
 
@@ -114,6 +122,11 @@ def babysit_options(raw: Mapping[str, Any]) -> dict[str, Any]:
     if problem:
         errors.append(problem)
     result["log_dir"] = "" if problem else local_path(log_dir)
+    teardown = raw.get("teardown")
+    problem = teardown_problem(teardown)
+    if problem:
+        errors.append(problem)
+    result["teardown"] = teardown if teardown and not problem else TEARDOWN_DEFAULT
     if raw.get("cmd") not in (None, ""):
         errors.append(
             f"cmd is {_shown(raw['cmd'])}: babysit.yml takes no cmd, it restarts the command the "

@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_inventory_hosts import group_name
 
 DOCUMENTATION = r"""
 name: status_node_groups
@@ -38,16 +39,13 @@ _value:
   elements: str
 """
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
-
-
 def status_node_groups(nodes: Any) -> list[str]:
     """``tpu_node_<node>`` for each node ID."""
     if nodes is None:
         return []
     items = nodes.split(",") if isinstance(nodes, str) else list(nodes)
     names = [str(n).strip() for n in items]
-    return ["tpu_node_" + _UNSAFE.sub("_", n) for n in names if n]
+    return [group_name("tpu_node_", n) for n in names if n]
 
 
 class FilterModule:

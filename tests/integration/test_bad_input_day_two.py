@@ -115,6 +115,7 @@ CASES = [
     Case("babysit.yml", "tpu_babysit_timeout", True, "true"),
     *typed("babysit.yml", "tpu_babysit_run", ["../x"]),
     *typed("babysit.yml", "tpu_babysit_log_dir", ["/etc", "../x", "etc/babysit", "notes.txt"]),
+    *typed("babysit.yml", "tpu_babysit_teardown", ["sometimes", "On_Success"]),
     *typed("babysit.yml", "cmd", ["hostname"]),
     *typed("babysit.yml", "tpu_run_detach", ["false"]),
     # run.yml's and sync.yml's variables, which every restart uses, are checked at the start

@@ -2,7 +2,9 @@
 the emulator, bootstrapped with ``site.yml --tags python,libtpu`` (the venv and the TPU lock
 helper: all a run needs, see test_journey_multislice.py), a detached 60-step training script
 that checkpoints its step and resumes from it, then ``babysit.yml``, during which the node is
-preempted twice and then goes through a maintenance event, and the teardown.
+preempted twice and then goes through a maintenance event, and given
+``tpu_babysit_teardown=on_success`` deletes the node once the run has completed; then the status
+table shows no node and the emulator stops.
 
 Two things come from outside the user's commands, as on Google Cloud:
 
@@ -14,12 +16,16 @@ Two things come from outside the user's commands, as on Google Cloud:
   VMs. The demo's workers have no such storage (a recreated node is new containers), so the test
   copies the checkpoint file out of the killed container and into the new one before the run is
   restarted, with its own hands. It copies the killed run's log out too: a preemption takes the
-  log with the disk, and the test checks every step across the three runs.
+  log with the disk, and the test checks every step across the three runs. The last two runs'
+  folders, on the node babysit.yml deletes at its end, are copied out as soon as the last run
+  wrote its exit code (the babysitter takes a few seconds more to see it and delete the node).
 
 Checked: the babysit step succeeds; its log on this machine records two recoveries, the run
 found gone after the maintenance event, and three restarts, each with its time; every step is
 printed exactly once across the original run and its three continuations; each continuation's
-record names the run it continues.
+record names the run it continues; the babysitter logged and reported the node's deletion, the
+emulator has no node left and no worker container or network. Then the status table lists no
+node.
 """
 
 from __future__ import annotations
@@ -98,9 +104,24 @@ def _step(journey: Journey) -> int:
     return int(text) if text.isdigit() else 0
 
 
+def _newest_run(journey: Journey) -> str:
+    """The newest run folder on worker 0 (run ids sort by their start time)."""
+    listed = journey.exec(0, f"ls -1 {RUNS_DIR} 2>/dev/null || true", check=False).split()
+    return sorted(name for name in listed if re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{4}", name))[-1]
+
+
+def _runs_tar(container: str) -> bytes:
+    """The runs folder of a container, as the tar stream docker cp writes ('' when it fails)."""
+    return subprocess.run(
+        ["docker", "cp", f"{container}:{RUNS_DIR}", "-"], capture_output=True, check=False
+    ).stdout
+
+
 def _preempter(journey: Journey, first: str, notes: dict, errors: list) -> None:
     """Preempt the node twice while the babysitter watches and the run makes progress; keep each
-    killed run's log and carry the checkpoint to the new worker, as a bucket would."""
+    killed run's log and carry the checkpoint to the new worker, as a bucket would. After the
+    maintenance event, copy the runs folder out as soon as the last run has its exit code:
+    babysit.yml deletes the node (and its disk) once it sees that code."""
     log = REPO / ".cache" / "babysit" / f"{first}.log"
     try:
         _wait("the babysitter's log", log.is_file, timeout=600)
@@ -112,11 +133,7 @@ def _preempter(journey: Journey, first: str, notes: dict, errors: list) -> None:
                 "POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:preempt", body={}
             )
             step = _read(old["name"], CKPT).strip()
-            logs = subprocess.run(
-                ["docker", "cp", f"{old['name']}:{RUNS_DIR}", "-"],
-                capture_output=True,
-                check=False,
-            ).stdout
+            logs = _runs_tar(old["name"])
             notes.setdefault("killed", []).append({"step": step, "runs_tar": logs})
 
             def fresh(old_id: str = old["id"]) -> bool:
@@ -136,10 +153,18 @@ def _preempter(journey: Journey, first: str, notes: dict, errors: list) -> None:
         # with its disk (checkpoint and logs stay), the run's process is gone, no exit code.
         floor = _step(journey) + 8
         _wait(f"step {floor}", lambda: _step(journey) >= floor, timeout=900)
+        ended = _newest_run(journey)  # the run the maintenance event ends
         journey.admin(
             "POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:maintenance", body={}
         )
         notes["maintenance"] = True
+
+        def last_done() -> bool:
+            newest = _newest_run(journey)
+            return newest != ended and journey.exists(0, f"{RUNS_DIR}/{newest}/{HOST}.rc")
+
+        _wait("the last run's exit code", last_done, timeout=900)
+        notes["final_runs_tar"] = _runs_tar(journey.worker(0)["name"])
     except Exception as exc:  # noqa: BLE001 - reported by the test, not lost in the thread
         errors.append(exc)
 
@@ -148,14 +173,24 @@ def _steps_in(text: str) -> list[int]:
     return [int(m) for m in re.findall(r"^step (\d+)$", text, flags=re.MULTILINE)]
 
 
-def _logs_of(runs_tar: bytes) -> dict[str, str]:
+def _files_of(runs_tar: bytes) -> dict[str, str]:
+    """The files of a runs folder's tar stream, by '<run id>/<file name>'."""
     found = {}
     with tarfile.open(fileobj=io.BytesIO(runs_tar)) as tar:
         for member in tar.getmembers():
-            if member.name.endswith(f"/{HOST}.log"):
-                handle = tar.extractfile(member)
-                found[Path(member.name).parent.name] = handle.read().decode() if handle else ""
+            handle = tar.extractfile(member) if member.isfile() else None
+            if handle:
+                path = Path(member.name)
+                found[f"{path.parent.name}/{path.name}"] = handle.read().decode()
     return found
+
+
+def _logs_of(runs_tar: bytes) -> dict[str, str]:
+    return {
+        name.split("/")[0]: text
+        for name, text in _files_of(runs_tar).items()
+        if name.endswith(f"/{HOST}.log")
+    }
 
 
 def test_babysit(journey: Journey) -> None:
@@ -180,14 +215,23 @@ def test_babysit(journey: Journey) -> None:
     assert restarts[0][1] == first, restarts
     assert restarts[1][1] == restarts[0][0] and restarts[2][1] == restarts[1][0], restarts
     assert re.search(stamp + r"done: the run completed: sit-w0 rc 0$", log, re.MULTILINE), log
+    # tpu_babysit_teardown=on_success: the node is deleted, logged and reported
+    deleted = f"deleted node {NODE} ({ZONE}) (tpu_babysit_teardown=on_success)"
+    assert re.search(stamp + re.escape(f"teardown: {deleted}") + "$", log, re.MULTILINE), log
+    assert deleted in run.output, run.tail()
+    left = [n["name"] for n in journey.zone()["nodes"]]
+    assert not [name for name in left if name.endswith(f"/{NODE}")], left
+    assert not any(journey.leftovers().values()), journey.leftovers()
 
     # every step once, across the run and its three continuations: the preempted runs' logs
-    # went with their disks (kept by the thread), the others are on the worker
+    # went with their disks, the others with the deleted node (all kept by the thread)
+    assert notes.get("final_runs_tar"), "the last runs' folder was not copied before the deletion"
+    final = _files_of(notes["final_runs_tar"])
     logs: dict[str, str] = {}
     for killed in notes["killed"]:
         logs.update(_logs_of(killed["runs_tar"]))
     for run_id_ in (restarts[1][0], restarts[2][0]):
-        logs[run_id_] = journey.exec(0, f"cat {RUNS_DIR}/{run_id_}/{HOST}.log")
+        logs[run_id_] = final[f"{run_id_}/{HOST}.log"]
     assert sorted(logs) == sorted([first, *(new for new, _ in restarts)]), sorted(logs)
     steps = [s for run_id_ in sorted(logs) for s in _steps_in(logs[run_id_])]
     assert steps == list(range(1, STEP_COUNT + 1)), steps
@@ -197,14 +241,16 @@ def test_babysit(journey: Journey) -> None:
     # the run the maintenance event ended: signalled by the shutdown (its wrapper wrote 143 as
     # it went down, or nothing), taken as gone, not as failed; its continuation ended with 0
     gone = restarts[1][0]
-    rc = journey.exec(0, f"cat {RUNS_DIR}/{gone}/{HOST}.rc 2>/dev/null || echo none").strip()
+    rc = final.get(f"{gone}/{HOST}.rc", "none").strip()
     assert rc in ("143", "137", "none"), rc
     last = restarts[2][0]
-    record = journey.exec(0, f"cat {RUNS_DIR}/{last}/{HOST}.json")
+    record = final[f"{last}/{HOST}.json"]
     assert f'"continues": "{gone}"' in record, record
-    assert journey.exec(0, f"cat {RUNS_DIR}/{last}/{HOST}.rc").strip() == "0"
+    assert final[f"{last}/{HOST}.rc"].strip() == "0"
 
 
 def test_teardown(journey: Journey) -> None:
-    ok(journey.run("teardown", timeout=600))
+    """babysit.yml deleted the node: the status table lists none, the emulator stops."""
+    run = ok(journey.run("teardown", timeout=600))
+    assert "No TPU node and no worker in the inventory" in run.output, run.tail()
     assert not any(journey.leftovers().values()), journey.leftovers()

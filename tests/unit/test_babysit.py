@@ -1,6 +1,7 @@
 """The decisions of playbooks/babysit.yml (plugins/filter/babysit_*.py): its options, which run
-it watches, what it does after each check and how long it backs off. The playbook itself runs
-against a demo pod with two preemptions in tests/journey/test_journey_babysit.py."""
+it watches, what it does after each check, how long it backs off and whether it deletes the
+run's nodes at its end (tpu_babysit_teardown, plugins/module_utils/tpu_babysit.py). The playbook
+itself runs against a demo pod with two preemptions in tests/journey/test_journey_babysit.py."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ from ansible_collections.cloudtpu.pod.plugins.filter.babysit_backoff import baby
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_decide import babysit_decide
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_options import ROUNDS, babysit_options
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_pick import babysit_pick
+from ansible_collections.cloudtpu.pod.plugins.filter.babysit_teardown import babysit_teardown
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_babysit import (
+    TEARDOWN,
+    teardown_now,
+    teardown_problem,
+)
 
 OLD = "20261123T150000Z-aaaa"
 NEW = "20261123T160000Z-bbbb"
@@ -37,6 +44,7 @@ def test_options_defaults():
     assert got["ok"], got
     assert (got["max_recoveries"], got["interval"], got["backoff_max"]) == (3, 30, 600)
     assert got["timeout"] == 7 * 86400 and got["run"] == ""
+    assert got["teardown"] == "never"
     assert got["log_dir"] == os.path.abspath(".cache/babysit")
 
 
@@ -59,6 +67,14 @@ def test_options_from_strings():
         ({"cmd": "python x.py"}, ["takes no cmd"]),
         ({"detach": "false"}, ["tpu_run_detach", "always detached"]),
         ({"detach": "maybe"}, ["tpu_run_detach", "'maybe'"]),
+        (
+            {"teardown": "sometimes"},
+            ["tpu_babysit_teardown", '"sometimes"', "allowed: never, on_success, always"],
+        ),
+        ({"teardown": "On_Success"}, ["tpu_babysit_teardown", '"On_Success"', "on_success"]),
+        ({"teardown": "always\n"}, ["tpu_babysit_teardown", '"always\\n"']),
+        ({"teardown": True}, ["tpu_babysit_teardown", "true", "allowed: never"]),
+        ({"teardown": ["always"]}, ["tpu_babysit_teardown", '["always"]']),
     ],
 )
 def test_options_refused(raw, words):
@@ -227,3 +243,70 @@ def test_decide_waits_while_a_node_is_under_maintenance_and_the_run_still_goes()
     maintenance = {"name": "pod", "state": "READY", "health": "UNHEALTHY_MAINTENANCE"}
     workers = {"w0": watched("running"), "w1": watched("running")}
     assert babysit_decide(facts(nodes=[maintenance], workers=workers))["action"] == "wait"
+
+
+@pytest.mark.parametrize("value", [*TEARDOWN, None, ""])
+def test_options_teardown_accepted(value):
+    got = babysit_options({"teardown": value})
+    assert got["ok"], got
+    assert got["teardown"] == (value or "never")
+    assert teardown_problem(value) == ""
+
+
+# How a babysit run can end: its last decision (babysit_decide's action) and whether it ended
+# the watch. "rounds used" is a run restarted (or still running) when the last round was used.
+ENDINGS = {
+    "success": ("done", True),
+    "failed run": ("failed", True),
+    "gave up": ("give_up", True),
+    "timed out": ("timeout", True),
+    "rounds used, restarted": ("restart", False),
+    "rounds used, recovered": ("recover", False),
+    "rounds used, running": ("wait", False),
+}
+DELETES = {
+    "never": set(),
+    "on_success": {"success"},
+    "always": {"success", "failed run", "gave up", "timed out"},
+}
+
+
+@pytest.mark.parametrize("ending", list(ENDINGS))
+@pytest.mark.parametrize("policy", TEARDOWN)
+def test_teardown_decision(policy, ending):
+    action, over = ENDINGS[ending]
+    expected = ending in DELETES[policy]
+    assert teardown_now(policy, action, over) is expected
+    babysit = {
+        "action": action,
+        "over": over,
+        "nodes": {"pod-b": "us-west4-a", "pod-a": "us-central2-b"},
+        "project": "my-project",
+    }
+    plan = babysit_teardown(babysit, policy)
+    assert plan["delete"] is expected and plan["project"] == "my-project", plan
+    if expected:
+        assert plan["nodes"] == {"pod-a": "us-central2-b", "pod-b": "us-west4-a"}, plan
+        listed = "pod-a (us-central2-b), pod-b (us-west4-a)"
+        assert plan["note"] == f"deleted node {listed} (tpu_babysit_teardown={policy})", plan
+    else:
+        assert plan["nodes"] == {}, plan
+        assert "deleted" not in plan["note"], plan
+        assert (plan["note"] == "") is (policy == "never"), plan
+        if policy != "never":
+            assert "kept" in plan["note"] and f"tpu_babysit_teardown={policy}" in plan["note"]
+
+
+def test_teardown_reads_over_as_text_and_needs_nodes():
+    nodes = {"pod": "us-central2-b"}
+    assert babysit_teardown({"action": "done", "over": "True", "nodes": nodes}, "always")["delete"]
+    assert not babysit_teardown({"action": "done", "over": "False", "nodes": nodes}, "always")[
+        "delete"
+    ]
+    assert not babysit_teardown({"action": "done", "over": True, "nodes": {}}, "always")["delete"]
+    assert not babysit_teardown({"action": "done", "over": True}, "on_success")["delete"]
+
+
+def test_teardown_refuses_an_unchecked_policy():
+    with pytest.raises(ValueError, match="tpu_babysit_teardown"):
+        teardown_now("sometimes", "done", True)
