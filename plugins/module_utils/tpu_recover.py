@@ -14,6 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 ACTIONS = ("recreate", "requeue", "maintenance", "rebootstrap")
+# States of a node on its way to READY: one that the journal names is waited for, as a node
+# under maintenance is, then bootstrapped.
+COMING_UP = ("CREATING", "STARTING", "RESTARTING", "REPAIRING")
 # The second line of playbooks/templates/pull_startup.sh.j2, the startup-script that
 # provision.yml gives a node with tpu_provision_bootstrap=pull.
 PULL_MARK = "# cloudtpu.pod pull bootstrap,"
@@ -91,7 +94,10 @@ def recover_plan(
     ``names`` (default: the nodes' names) are the nodes asked for, in order. One the API does
     not know but ``journal`` (entries by name, as ``tpu_journal.read`` returns them) holds is
     recreated from the journal's spec (``journal`` true in its entry); one neither knows is
-    refused. A node the API knows is planned from its live spec, whatever the journal says.
+    refused. A node the API knows is planned from its live spec; when it is not lost but the
+    journal still holds it (an earlier run created it and stopped before the end), it is waited
+    for until READY (``maintenance``) and bootstrapped (``rebootstrap``), ``journal`` true, so
+    that its entry is cleared.
     """
     plan = []
     journal = journal or {}
@@ -128,12 +134,17 @@ def recover_plan(
             "node": dict(node),
         }
         lost = force or word in states or (word == "READY" and condition in health)
+        # An earlier run recreated it and stopped before the end (a timeout, Ctrl-C): finish
+        # that run's work instead of refusing a node that looks fine.
+        resumed = isinstance(journal.get(name), Mapping) and not lost
         if lost:
             entry["action"] = "requeue" if entry["queued_resource"] else "recreate"
         elif word == "READY" and condition == "UNHEALTHY_MAINTENANCE":
             entry["action"] = "maintenance"
-        elif word == "READY" and rebooted:
-            entry["action"] = "rebootstrap"
+        elif resumed and word in COMING_UP:
+            entry["action"], entry["journal"] = "maintenance", True
+        elif word == "READY" and (rebooted or resumed):
+            entry["action"], entry["journal"] = "rebootstrap", resumed
         else:
             entry["problem"] = _refusal(node, states, health)
         plan.append(entry)

@@ -8,13 +8,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import stat
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.lifecycle_support import PROJECT, ZONE, EmulatorCli, ansible_env, playbook
+from tests.integration.lifecycle_support import (
+    BIN,
+    DEMO_INVENTORY,
+    PROJECT,
+    REPO,
+    ZONE,
+    EmulatorCli,
+    ansible_env,
+    playbook,
+)
 from tests.integration.test_lifecycle_playbooks import with_base
 
 LOCATION = f"projects/{PROJECT}/locations/{ZONE}"
@@ -137,3 +150,59 @@ def test_a_state_folder_that_is_a_symbolic_link_is_refused(
     assert "DELETE nodes.delete" not in emulator.mutating_calls()
     assert emulator.node("pod-a")["state"] == "PREEMPTED"
     assert os.listdir(elsewhere) == []
+
+
+def test_a_run_stopped_with_ctrl_c_after_its_create_is_finished_by_the_next(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """SIGINT (Ctrl-C) to ansible-playbook while the new node is coming up: the create went
+    through, the journal still holds the spec. The same command again finds the node, waits
+    for it and finishes the run (here without bootstrap, as everywhere in this file), and
+    clears the entry; it neither refuses the node as healthy nor recreates it."""
+    slow = EmulatorCli(backend="memory", delay=2.0).start()  # a create takes 2 s
+    try:
+        env = ansible_env(
+            slow.api_url,
+            ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+            CLOUDTPU_STATE_DIR=str(state_dir),
+        )
+        before = preempted_node(slow, env)
+        command = [
+            str(BIN / "ansible-playbook"),
+            "-i",
+            str(DEMO_INVENTORY),
+            "playbooks/recover.yml",
+            *with_base(tpu_recover_nodes="pod-a"),
+        ]
+        proc = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                node = slow.node("pod-a")
+                if node is not None and node["state"] == "CREATING":
+                    break
+                assert proc.poll() is None, proc.communicate()[0].decode()[-3000:]
+                time.sleep(0.05)
+            else:
+                pytest.fail("the new node never showed up as CREATING")
+            proc.send_signal(signal.SIGINT)
+            output = proc.communicate(timeout=120)[0].decode()
+        finally:
+            proc.kill()
+        assert proc.returncode != 0, output[-3000:]
+        entry = json.loads(journal(state_dir).read_text())["nodes"]["pod-a"]
+        assert entry["step"] == "creating", entry
+
+        again = playbook("recover.yml", env, *with_base(tpu_recover_nodes="pod-a"))
+        assert again.returncode == 0, again.tail()
+        assert re.search(r"pod-a: (maintenance|rebootstrap)", again.output), again.tail()
+        after = slow.node("pod-a")
+        assert after is not None and after["state"] == "READY"
+        assert after["createTime"] == node["createTime"], "the node was created again"
+        for key in SPEC_KEYS:
+            assert after[key] == before[key], (key, before[key], after[key])
+        assert not journal(state_dir).exists()
+    finally:
+        slow.stop()

@@ -203,12 +203,28 @@ def test_recover_plan_recreates_a_missing_node_from_the_journal() -> None:
     assert "no spec to recreate it from" in plan[2]["problem"]
 
 
-def test_recover_plan_prefers_the_live_node_to_the_journal() -> None:
+def test_recover_plan_finishes_what_a_stopped_run_recreated() -> None:
+    """The journal still holds a node that exists and is not lost: an earlier run created it
+    and stopped (a timeout, Ctrl-C) before the bootstrap and the clear. It is bootstrapped
+    (waited for first while it comes up), its entry cleared, never refused or recreated."""
+    entries = {"pod-a": {"name": "pod-a", "spec": SPEC, "step": "creating"}}
+    ready = {"name": "pod-a", "state": "READY", "health": "HEALTHY", "spec": SPEC}
+    coming = dict(ready, state="CREATING", health="")
+    for live, action in ((ready, "rebootstrap"), (coming, "maintenance")):
+        plan = tpu_recover.recover_plan([live], STATES, HEALTH, journal=entries, names=["pod-a"])
+        assert (plan[0]["action"], plan[0]["journal"], plan[0]["problem"]) == (action, True, "")
+    # lost again since: recreated from its live spec, as any lost node
+    lost = dict(ready, state="PREEMPTED")
+    plan = tpu_recover.recover_plan([lost], STATES, HEALTH, journal=entries, names=["pod-a"])
+    assert plan[0]["action"] == "recreate" and plan[0]["journal"] is False
+
+
+def test_recover_plan_without_a_journal_entry_refuses_a_node_that_looks_fine() -> None:
     live = {"name": "pod-a", "state": "READY", "health": "HEALTHY", "spec": SPEC}
-    entries = {"pod-a": {"name": "pod-a", "spec": dict(SPEC, accelerator_type="v4-8")}}
-    plan = tpu_recover.recover_plan([live], STATES, HEALTH, journal=entries, names=["pod-a"])
-    assert plan[0]["action"] == "" and plan[0]["journal"] is False
-    assert "does not need recovering" in plan[0]["problem"]
+    for entries in ({}, {"pod-b": {"name": "pod-b", "spec": SPEC}}):
+        plan = tpu_recover.recover_plan([live], STATES, HEALTH, journal=entries, names=["pod-a"])
+        assert plan[0]["action"] == "" and plan[0]["journal"] is False
+        assert "does not need recovering" in plan[0]["problem"]
 
 
 def test_runs_at_once_keep_each_others_entries(tmp_path: Path) -> None:
