@@ -15,6 +15,7 @@ the value given and what is allowed, ready for an ``assert``'s ``fail_msg`` or `
 * :func:`boolean_problem`: true or false as Ansible's ``bool`` reads them (``yes``, ``off``,
   ``1``... as ``-e`` gives them).
 * :func:`gcp_name_problem`: a Google Cloud project ID or zone, or a list of them.
+* :func:`bucket_problem`: a Cloud Storage bucket name as Google's naming rules allow it.
 * :data:`OPTION_LIMITS` and :func:`option_problems`: the bounds of the numeric options every TPU
   module and the inventory plugin take (timeouts, poll intervals, retries), in one table.
 
@@ -360,6 +361,37 @@ def gcp_name_problem(value: Any, name: str, kind: str = "project", many: bool = 
         if not isinstance(item, str) or not pattern.fullmatch(item):
             which = f"{_shown(item)} is not {what}" if many else f"not {what}"
             return f"{name} is {_shown(value)}: {which}; allowed: {allowed}."
+    return ""
+
+
+# Cloud Storage bucket names (Google's naming rules): 3 to 63 characters of lowercase letters,
+# digits, '-', '_' and '.', starting and ending with a letter or digit; with dots, up to 222
+# characters in dot-separated parts of at most 63 each. Never an IP address in dotted-decimal
+# form, never starting with "goog", never holding "google" or a look-alike of it.
+_BUCKET = re.compile(r"[a-z0-9](?:[a-z0-9_.-]*[a-z0-9])?")
+_BUCKET_GOOGLE = re.compile(r"g[o0]{2}g[l1]e")
+BUCKET_ALLOWED = (
+    "a bucket name without gs:// (3 to 63 lowercase letters, digits, '-', '_' and '.', starting"
+    " and ending with a letter or digit; up to 222 with dots, each dot-separated part at most 63;"
+    " not an IP address, not starting with goog, not holding google)"
+)
+
+
+def bucket_problem(value: Any, name: str) -> str:
+    """Why ``value`` is not a Cloud Storage bucket name for ``name``; ``''`` when it is."""
+
+    def problem(reason: str) -> str:
+        return f"{name} is {_shown(value)}: {reason}; allowed: {BUCKET_ALLOWED}."
+
+    if not isinstance(value, str) or not _BUCKET.fullmatch(value):
+        return problem("not a bucket name")
+    longest = 222 if "." in value else 63
+    if not 3 <= len(value) <= longest or max(len(part) for part in value.split(".")) > 63:
+        return problem("too short or too long")
+    if "." in value and (".." in value or re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){3}", value)):
+        return problem("an IP address or an empty dot-separated part")
+    if value.startswith("goog") or _BUCKET_GOOGLE.search(value):
+        return problem("Google refuses names that start with goog or hold google")
     return ""
 
 

@@ -20,6 +20,7 @@ value given and what is allowed):
   An IPv6 range of IPv4-mapped addresses (in ``::ffff:0:0/96``) counts as the IPv4 range it
   maps; one that holds all of ``::ffff:0:0/96`` (``::/8``...) counts as every IPv4 address.
 * :func:`address_problem`: a non-empty list of single IPv4 or IPv6 addresses.
+* :func:`host_problem`: one server, as an IPv4 or IPv6 address or a DNS name.
 
 The filter plugins of the same names (``plugins/filter/<name>.py``, one file each) expose these
 to Jinja.
@@ -28,6 +29,7 @@ to Jinja.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -163,4 +165,27 @@ def address_problem(value: Any, name: str) -> str:
             ipaddress.ip_address(item if isinstance(item, str) and "%" not in item else None)
         except ValueError:
             return f"{name} is {_shown(value)}: {_shown(item)} is not one address; {allowed}."
+    return ""
+
+
+# A DNS name: dot-separated labels of letters, digits and '-' (not first or last), 253 at most.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_DNS_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
+
+
+def host_problem(value: Any, name: str) -> str:
+    """Why ``value`` is not one server (an IP address or a DNS name); ``''`` when it is."""
+    allowed = (
+        "allowed: one IPv4 or IPv6 address (10.0.0.2, fd00::2) or DNS name"
+        " (nfs.example.internal), no port or path"
+    )
+    if not isinstance(value, str) or not value:
+        return f"{name} is {_shown(value)}: not a host; {allowed}."
+    try:
+        ipaddress.ip_address(value if "%" not in value else None)
+        return ""
+    except ValueError:
+        pass
+    if len(value) > 253 or not _DNS_NAME.fullmatch(value) or value.replace(".", "").isdigit():
+        return f"{name} is {_shown(value)}: not an address or a DNS name; {allowed}."
     return ""

@@ -367,6 +367,25 @@ APT = [
 ]
 
 # role: (cases, variables every case starts from, the task files that may refuse)
+STORAGE_NFS = {"server": "10.0.0.2", "export": "/vol1", "path": "/mnt/filestore"}
+STORAGE = [
+    v("bucket-upper", "tpu_storage_buckets", [{"bucket": "Ckpt", "path": "/mnt/c"}], "Ckpt"),
+    v("bucket-gs-url", "tpu_storage_buckets", [{"bucket": "gs://ckpt", "path": "/mnt/c"}], "gs://"),
+    v("bucket-google", "tpu_storage_buckets", [{"bucket": "google-x", "path": "/mnt/c"}], "google"),
+    v("bucket-path-etc", "tpu_storage_buckets", [{"bucket": "ckpt", "path": "/etc/c"}], "/etc/c"),
+    v("bucket-path-rel", "tpu_storage_buckets", [{"bucket": "ckpt", "path": "mnt/c"}], "mnt/c"),
+    v("bucket-no-path", "tpu_storage_buckets", [{"bucket": "ckpt"}], "lacks path"),
+    v("bucket-option-comma", "tpu_storage_buckets",
+      [{"bucket": "ckpt", "path": "/mnt/c", "options": ["ro,exec"]}], "ro,exec"),
+    v("nfs-server-path", "tpu_storage_nfs", [{**STORAGE_NFS, "server": "1.2.3.4:/"}], "1.2.3.4:/"),
+    v("nfs-no-nofail", "tpu_storage_nfs", [{**STORAGE_NFS, "options": ["_netdev"]}], "nofail"),
+    v("nfs-path-twice", "tpu_storage_nfs", [STORAGE_NFS, {**STORAGE_NFS, "export": "/vol2"}],
+      "also the mount point"),
+    v("endpoint-comma", "tpu_storage_gcs_endpoint", "http://x/,allow_other", "allow_other"),
+    v("key-url-ftp", "tpu_storage_gcsfuse_key_url", "ftp://example.org/key"),
+    v("retries-big", "tpu_storage_apt_retries", 500),
+]  # fmt: skip
+
 TABLE = {
     "apt": (APT, {}, ("main.yml",)),
     "base": (BASE, {}, ("preflight.yml",)),
@@ -378,6 +397,7 @@ TABLE = {
     # a one-worker pod that serves itself; pod.yml only looks (the server and its addresses)
     "nfs": (NFS, {"tpu_nfs_server_host": "{{ inventory_hostname }}"}, ("preflight.yml", "pod.yml")),
     "libtpu": (LIBTPU, {}, ("preflight.yml",)),
+    "storage": (STORAGE, {}, ("preflight.yml",)),
 }
 # The roles whose checks read facts (the distribution); the others run without gathering.
 FACTS = ("python", "tcmalloc")
