@@ -39,6 +39,7 @@ _value:
   elements: str
 """
 
+
 def status_node_groups(nodes: Any) -> list[str]:
     """``tpu_node_<node>`` for each node ID."""
     if nodes is None:
