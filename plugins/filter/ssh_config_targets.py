@@ -4,7 +4,8 @@
 
 The record of the files written is a JSON object ``{name: {"files": {path: options}}}``, where
 options are ``path``, ``user``, ``identity_file``, ``proxy_jump`` and ``port`` (text, '' for the
-default). The earlier shape, one file per name (``{name: options}``), is still read.
+default) and ``forwards`` (the port forwards to worker 0 as given, a list; [] for none, also when a
+record predates them). The earlier shape, one file per name (``{name: options}``), is still read.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ options:
     type: str
     default: ''
   explicit:
-    description: The explicit options, C(user), C(identity_file), C(proxy_jump) and C(port),
-      C(None) for those not given.
+    description: The explicit options, C(user), C(identity_file), C(proxy_jump), C(port) and
+      C(forwards) (a list, kept as given for the play to check), C(None) for those not given.
     type: dict
 """
 
@@ -73,12 +74,14 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description: One dict per file, with C(path), C(user), C(identity_file), C(proxy_jump) and
-    C(port) (text, empty for the default).
+    C(port) (text, empty for the default) and C(forwards) (a list, empty for none).
   type: list
   elements: dict
 """
 
 OPTIONS = ("user", "identity_file", "proxy_jump", "port")
+# Not text: the port forwards to worker 0, as given (a list once checked).
+FORWARDS = "forwards"
 
 
 def _text(value: Any) -> str:
@@ -104,11 +107,16 @@ def _records(records: Any) -> dict[str, Any]:
     return dict(records)
 
 
-def _entry(path: str, options: Mapping[str, Any]) -> dict[str, str]:
-    return {"path": path, **{key: _text(options.get(key)) for key in OPTIONS}}
+def _entry(path: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    forwards = options.get(FORWARDS)
+    return {
+        "path": path,
+        **{key: _text(options.get(key)) for key in OPTIONS},
+        FORWARDS: [] if forwards is None or forwards == "" else forwards,
+    }
 
 
-def _files(block: Any) -> dict[str, dict[str, str]]:
+def _files(block: Any) -> dict[str, dict[str, Any]]:
     """The files of one block name, {path: options}, from the old or the new shape."""
     if not isinstance(block, Mapping):
         return {}
@@ -132,10 +140,12 @@ def ssh_config_targets(
     refresh_path: Any = None,
     default_path: str = "",
     explicit: Mapping[str, Any] | None = None,
-) -> list[dict[str, str]]:
+) -> list[dict[str, Any]]:
     """The files to write and the options of each (see DOCUMENTATION)."""
-    given = {key: _text(value) for key, value in (explicit or {}).items() if value is not None}
-    given = {key: value for key, value in given.items() if key in OPTIONS}
+    explicit = {key: value for key, value in (explicit or {}).items() if value is not None}
+    given: dict[str, Any] = {key: _text(explicit[key]) for key in OPTIONS if key in explicit}
+    if FORWARDS in explicit:
+        given[FORWARDS] = explicit[FORWARDS]
     # An explicit path (even an empty one, which the play then refuses) is the one file.
     chosen = None if path is None else os.path.expanduser(_text(path))
     if not refresh:

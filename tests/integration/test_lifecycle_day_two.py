@@ -5,9 +5,11 @@ user tpu with the test's own key and known_hosts file, as a user's environment w
 In order, on the one pod of this module: status on a READY node (a detached run and an ended
 one in the run records, tpu-info's absence explained), on a CREATING node (the inventory leaves
 it out; the API view shows it), verify twice (changed=0, no retry noise), ssh_config and
-`ssh -F` to a worker, status with a stopped worker (unreachable, the play does not fail), on a
+`ssh -F` to a worker, a web server on worker 0 reached through the config's port forward,
+status with a stopped worker (unreachable, the play does not fail), on a
 PREEMPTED node, with an empty inventory, recover refusing bad input before deleting anything,
-then recover as user tpu (not root), which recreates, bootstraps and refreshes the SSH config.
+then recover as user tpu (not root), which recreates, bootstraps and refreshes the SSH config
+(its port forward kept).
 
 To keep the module short the pod is bootstrapped with the libtpu role only (site.yml and
 recover.yml with the other roles' tags skipped): the full role set is converged by molecule's
@@ -23,9 +25,12 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import re
+import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -275,6 +280,61 @@ def test_ssh_config_logs_in_as_ansible_does(pod: Pod) -> None:
         assert (login.returncode, login.stdout.strip()) == (0, "tpu"), (login.stderr, text)
 
 
+def free_port() -> int:
+    """A local port nothing listens on, below the kernel's range for outgoing connections (so
+    that it stays free for the rest of the module)."""
+    for port in random.sample(range(20000, 30000), 50):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free local port in 20000-29999")
+
+
+def get_through(tunnel: subprocess.Popen[str], url: str, seconds: float) -> str:
+    """The body at url, retried while the tunnel runs until it answers or seconds have passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return response.read().decode()
+        except OSError:
+            if tunnel.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+def test_a_server_on_worker_0_is_reached_through_the_forward(pod: Pod) -> None:
+    remote, local = 8765, free_port()
+    # A web server on worker 0 as the login user, on its loopback address only.
+    pod.shell(
+        WORKERS[0],
+        f"d=$(mktemp -d) && echo forwarded-from-w0 > $d/index.html && cd $d && "
+        f"setsid nohup python3 -m http.server {remote} --bind 127.0.0.1 "
+        "> /dev/null 2>&1 < /dev/null & echo $! > /tmp/forward-test-http.pid",
+    )
+    forwards = {"tpu_ssh_config_forwards": [{"local": local, "remote": remote}]}
+    result = pod.playbook(
+        "ssh_config.yml", "-e", f"tpu_ssh_config_path={pod.ssh_config}", "-e", json.dumps(forwards)
+    )
+    assert result.returncode == 0, result.tail(60)
+    text = pod.ssh_config.read_text()
+    assert text.count(f"LocalForward 127.0.0.1:{local} localhost:{remote}") == 1, text
+    tunnel = subprocess.Popen(
+        ["ssh", "-F", str(pod.ssh_config), "-o", "BatchMode=yes", "-N", WORKERS[0]],
+        stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        body = get_through(tunnel, f"http://127.0.0.1:{local}/", 60)
+    finally:
+        tunnel.terminate()
+        _, errors = tunnel.communicate(timeout=30)
+        pod.shell(WORKERS[0], "kill $(cat /tmp/forward-test-http.pid)")
+    assert body.strip() == "forwarded-from-w0", (body, errors)
+
+
 def test_status_with_a_stopped_worker(pod: Pod) -> None:
     docker("stop", "--time", "2", pod.containers()["1"])
     started = time.monotonic()
@@ -349,6 +409,9 @@ def test_recover_as_the_login_user_bootstraps_and_refreshes_ssh_config(pod: Pod)
     addresses = sorted(e["ipAddress"] for e in pod.emulator.node(NODE)["networkEndpoints"])
     for address in addresses:
         assert f"HostName {address}" in new, new
+    # The refresh kept the port forward on worker 0's entry (from the record).
+    assert new.count("LocalForward 127.0.0.1:") == 1, new
+    assert new.index("LocalForward") < new.index(f"Host {WORKERS[1]}"), new
     for worker in WORKERS:
         login = subprocess.run(
             ["ssh", "-F", str(pod.ssh_config), "-o", "BatchMode=yes", worker,

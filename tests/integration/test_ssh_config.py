@@ -196,6 +196,36 @@ BAD = [
     # a final line break too: the checks match the whole value (cloudtpu.pod.fullmatch)
     ("user-newline", {"tpu_ssh_config_user": "alice\n"}, None, "tpu_ssh_config_user", "alice"),
     ("address-final-newline", {}, {"pod-w0": "203.0.113.10\n"}, "ansible_host", "203.0.113.10"),
+    # port forwards to worker 0
+    (
+        "forward-unknown-service",
+        {"tpu_ssh_config_forwards": ["notebook"]},
+        None,
+        "tpu_ssh_config_forwards",
+        "known services: jupyter, tensorboard, profiler",
+    ),
+    (
+        "forward-port-range",
+        {"tpu_ssh_config_forwards": [{"local": 8080, "remote": 70000}]},
+        None,
+        "tpu_ssh_config_forwards",
+        "70000",
+    ),
+    (
+        "forward-twice",
+        {"tpu_ssh_config_forwards": ["jupyter", {"local": 8888, "remote": 9999}]},
+        None,
+        "tpu_ssh_config_forwards",
+        "8888",
+    ),
+    (
+        "forward-host-space",
+        {"tpu_ssh_config_forwards": [{"local": 1, "remote": 2, "host": "a b"}]},
+        None,
+        "tpu_ssh_config_forwards",
+        "a b",
+    ),
+    ("forward-not-a-list", {"tpu_ssh_config_forwards": "jupyter"}, None, "forwards", "not a list"),
 ]
 
 
@@ -320,4 +350,105 @@ def test_refresh_reads_a_record_of_the_earlier_shape(tmp_path: Path, config: Pat
     assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
     seen = ssh_g(config, "pod-w0")
     assert (seen["hostname"], seen["proxyjump"]) == ("198.51.100.20", "jump"), config.read_text()
-    assert json.loads(record.read_text())[str(inventory)] == {"files": {str(config): options}}
+    # Rewritten in the current shape (a record from before the forwards has none).
+    current = {**options, "forwards": []}
+    assert json.loads(record.read_text())[str(inventory)] == {"files": {str(config): current}}
+
+
+def write_pods(path: Path, pods: dict[str, list[str]]) -> Path:
+    """A static inventory of several pods: {node: [address of worker 0, of worker 1, ...]}."""
+    hosts = {
+        f"{node}-w{worker}": {"ansible_host": ip, "tpu_node": node, "tpu_worker_id": worker}
+        for node, ips in pods.items()
+        for worker, ip in enumerate(ips)
+    }
+    inventory = {"all": {"children": {"tpu": {"hosts": hosts, "vars": {"ansible_user": "alice"}}}}}
+    path.write_text(json.dumps(inventory))
+    return path
+
+
+def forwards_of(config: Path, host: str) -> tuple[list[str], str]:
+    """(LocalForward values, ExitOnForwardFailure) as ssh reads them for host."""
+    out = subprocess.run(
+        ["ssh", "-G", "-F", str(config), host],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout.splitlines()
+    forwards = [line.split(" ", 1)[1] for line in out if line.startswith("localforward ")]
+    exit_on = next(line.split(" ", 1)[1] for line in out if line.startswith("exitonforwardfailure"))
+    return forwards, exit_on
+
+
+def test_forwards_go_to_worker_0_of_each_pod_and_survive_a_refresh(tmp_path: Path, config: Path):
+    inventory = write_pods(
+        tmp_path / "inventory.json",
+        {"pod-a": ["203.0.113.10", "203.0.113.11"], "pod-b": ["203.0.113.20", "203.0.113.21"]},
+    )
+    forwards = ["jupyter", {"local": 16006, "remote": 6006}, {"local": 2222, "remote": 22,
+                "host": "10.0.0.9"}]  # fmt: skip
+    args = (
+        "-e",
+        f"tpu_ssh_config_path={config}",
+        "-e",
+        json.dumps({"tpu_ssh_config_forwards": forwards}),
+    )
+    first = run(inventory, *args)
+    assert first.returncode == 0, first.stdout + first.stderr
+    block = split_block(config.read_text())[1]
+    wanted = [
+        "[127.0.0.1]:8888 [localhost]:8888",
+        "[127.0.0.1]:16006 [localhost]:6006",
+        "[127.0.0.1]:2222 [10.0.0.9]:22",
+    ]
+    for worker0 in ("pod-a-w0", "pod-b-w0"):
+        assert forwards_of(config, worker0) == (wanted, "yes"), block
+    for other in ("pod-a-w1", "pod-b-w1", "github.com"):
+        assert forwards_of(config, other) == ([], "no"), block
+    # Written once per worker 0, bound to the loopback address only.
+    assert block.count("    LocalForward 127.0.0.1:8888 localhost:8888\n") == 2, block
+    assert block.count("LocalForward") == 6 and block.count("ExitOnForwardFailure yes") == 2, block
+    assert (
+        "`ssh -F " in first.stdout and "-N pod-a-w0` holds its port forwards open" in first.stdout
+    )
+
+    # The same run again changes nothing; --check --diff shows a change without making it.
+    again = run(inventory, *args)
+    recap = [line for line in again.stdout.splitlines() if line.startswith("localhost")]
+    assert again.returncode == 0 and recap and "changed=0" in recap[0], again.stdout
+    before = config.read_text()
+    dry = run(inventory, "--check", "--diff", "-e", f"tpu_ssh_config_path={config}", "-e",
+              '{"tpu_ssh_config_forwards": ["tensorboard"]}')  # fmt: skip
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "-    LocalForward 127.0.0.1:8888 localhost:8888" in dry.stdout, dry.stdout
+    assert "+    LocalForward 127.0.0.1:6006 localhost:6006" in dry.stdout, dry.stdout
+    assert config.read_text() == before
+
+    # New addresses, then a refresh as recover.yml runs it: the recorded forwards are kept.
+    write_pods(inventory, {"pod-a": ["198.51.100.10", "198.51.100.11"], "pod-b": ["198.51.100.20"]})
+    refreshed = run(inventory, "-e", "tpu_ssh_config_refresh=true")
+    assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    block = split_block(config.read_text())[1]
+    assert ssh_g(config, "pod-a-w0")["hostname"] == "198.51.100.10", block
+    assert forwards_of(config, "pod-a-w0") == (wanted, "yes"), block
+    assert forwards_of(config, "pod-a-w1") == ([], "no"), block
+
+    # A plain run without the variable writes none.
+    plain = run(inventory, "-e", f"tpu_ssh_config_path={config}")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "Forward" not in split_block(config.read_text())[1]
+
+
+def test_bad_forwards_are_refused_by_a_check_task(tmp_path: Path, config: Path):
+    inventory = write_inventory(tmp_path / "inventory.json", {"pod-w0": "203.0.113.10"})
+    value = json.dumps({"tpu_ssh_config_forwards": ["jupyter", "tensorbored"]})
+    result = run(inventory, "-e", f"tpu_ssh_config_path={config}", "-e", value)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    failed = out[: out.index("fatal: [localhost]")]
+    assert failed.rstrip().rsplit("TASK [", 1)[1].startswith("Check"), failed[-400:]
+    error = error_text(out) or out
+    assert 'tpu_ssh_config_forwards item 2 is "tensorbored"' in error, error
+    assert "known services: jupyter, tensorboard, profiler" in error, error
+    assert config.read_text() == BEFORE

@@ -33,13 +33,14 @@ NEW = {
 }
 
 
-def entry(path, user="", identity_file="", proxy_jump="", port=""):
+def entry(path, user="", identity_file="", proxy_jump="", port="", forwards=()):
     return {
         "path": path,
         "user": user,
         "identity_file": identity_file,
         "proxy_jump": proxy_jump,
         "port": port,
+        "forwards": list(forwards),
     }
 
 
@@ -115,5 +116,37 @@ def test_record_replaces_the_entry_of_a_file_in_place():
     got = ssh_config_record(NEW, NAME, [entry(DEMO, port="2200")])
     assert list(got[NAME]["files"]) == [DEMO, HOME]
     assert got[NAME]["files"][DEMO] == entry(DEMO, port="2200")
-    assert got[NAME]["files"][HOME] == NEW[NAME]["files"][HOME]
+    # A record from before the forwards reads as none.
+    assert got[NAME]["files"][HOME] == {**NEW[NAME]["files"][HOME], "forwards": []}
     assert ssh_config_record("", NAME, []) == {NAME: {"files": {}}}
+
+
+FORWARDS = ["jupyter", {"local": 8080, "remote": 80}]
+
+
+def test_forwards_are_written_as_given_and_none_when_not_given():
+    explicit = {"user": None, "forwards": FORWARDS}
+    got = ssh_config_targets("", NAME, default_path=HOME, explicit=explicit)
+    assert got == [entry(HOME, forwards=FORWARDS)]
+    # Not given: none, whatever the record says (only a refresh reads it).
+    recorded = ssh_config_record("", NAME, got)
+    assert ssh_config_targets(recorded, NAME, default_path=HOME) == [entry(HOME)]
+    # Kept as given, for the play's check to refuse with the value shown.
+    bad = ssh_config_targets("", NAME, default_path=HOME, explicit={"forwards": "jupyter"})
+    assert bad[0]["forwards"] == "jupyter"
+
+
+def test_a_refresh_keeps_the_recorded_forwards_and_explicit_ones_win():
+    recorded = ssh_config_record(NEW, NAME, [entry(DEMO, identity_file="/k", forwards=FORWARDS)])
+    assert recorded[NAME]["files"][DEMO]["forwards"] == FORWARDS
+    got = ssh_config_targets(recorded, NAME, refresh=True)
+    assert got == [
+        entry(DEMO, identity_file="/k", forwards=FORWARDS),
+        entry(HOME, user="bob", proxy_jump="j", port="22"),
+    ]
+    explicit = {"forwards": ["tensorboard"]}
+    got = ssh_config_targets(recorded, NAME, refresh=True, refresh_path=DEMO, explicit=explicit)
+    assert got == [entry(DEMO, identity_file="/k", forwards=["tensorboard"])]
+    # An empty list given removes them.
+    got = ssh_config_targets(recorded, NAME, refresh=True, explicit={"forwards": []})
+    assert [e["forwards"] for e in got] == [[], []]

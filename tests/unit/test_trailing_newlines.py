@@ -41,6 +41,9 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_network_checks im
     network_problem,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued import schedule_problems
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_ssh_forwards import (
+    forwards_problem,
+)
 
 PULL = {
     "bootstrap": "pull",
@@ -92,6 +95,10 @@ def _schedule(name: str) -> Callable[[str], str]:
     )
 
 
+def _forward_host(value: str) -> str:
+    return forwards_problem([{"local": 8080, "remote": 80, "host": value}])
+
+
 def _record_run_id(value: str) -> str:
     return "" if RUN_ID_RE.match(value) else "a run record's run_id is refused"
 
@@ -118,6 +125,8 @@ KINDS = [
     ("device glob", lambda v: device_glob_problem(v, "tpu_x_glob"), "/dev/accel*", "tpu_x_glob"),
     ("network", lambda v: network_problem(v, "tpu_x_cidrs"), "10.0.0.0/8", "tpu_x_cidrs"),
     ("host name", hostname_problem, "{node}-w{worker_id}", "hostname"),
+    ("forward service", lambda v: forwards_problem([v]), "jupyter", "tpu_ssh_config_forwards"),
+    ("forward host", _forward_host, "localhost", "tpu_ssh_config_forwards"),
     ("base_url", base_url_problem, "https://tpu.googleapis.com/v2", "CLOUDTPU_API_ENDPOINT"),
 ]
 
