@@ -209,6 +209,28 @@ def _clock(seconds: float) -> str:
     return f"{whole // 60}:{whole % 60:02d}"
 
 
+def choose(
+    pending: list[Stage], names: set[str], passed: set[str], running: set[str], slots: int
+) -> list[Stage]:
+    """The stages to start now, in priority order, in ``slots`` free slots. A stage whose needs
+    have passed starts; one whose needs have passed, are running or start now keeps a slot, so
+    that no later stage takes it while it waits a moment (a need not in ``names`` counts as
+    passed: ``--only`` left it out)."""
+    chosen: list[Stage] = []
+    for stage in pending:
+        if slots <= 0:
+            break
+        if all(n not in names or n in passed for n in stage.needs):
+            chosen.append(stage)
+            slots -= 1
+        elif all(
+            n not in names or n in passed or n in running or n in {c.name for c in chosen}
+            for n in stage.needs
+        ):
+            slots -= 1
+    return chosen
+
+
 def make_command(stage: Stage) -> list[str]:
     return ["make", "--no-print-directory", stage.target]
 
@@ -247,26 +269,15 @@ def run(
                 pending.remove(stage)
                 results[stage.name].why = f"needs {', '.join(bad or blocked)}"
                 say(f"stages: {stage.name} not run: it needs {', '.join(bad or blocked)}")
-        ready, reserved = [], 0
-        for stage in pending:
-            if all(n not in names or results[n].code == 0 for n in stage.needs):
-                ready.append(stage)
-            elif not ready and all(
-                n not in names or results[n].code == 0 or n in running for n in stage.needs
-            ):
-                # ready once running stages end: no later stage takes its slot meanwhile
-                reserved += 1
-        while ready:
-            if len(running) + reserved < jobs:
-                stage = ready.pop(0)
-            elif len(running) < jobs + spare and load.idle(time.monotonic()) >= SPARE_IDLE:
-                stage = next((s for s in ready if s.light), None)
-                if stage is None:
-                    break
-                ready.remove(stage)
-                say(f"stages: a spare slot for {stage.name} (the CPUs were idle enough)")
-            else:
-                break
+        passed = {n for n in names if results[n].code == 0}
+        start_now = choose(pending, names, passed, set(running), jobs - len(running))
+        if not start_now and jobs <= len(running) < jobs + spare:
+            ready = [s for s in pending if all(n not in names or n in passed for n in s.needs)]
+            light = next((s for s in ready if s.light), None)
+            if light is not None and load.idle(time.monotonic()) >= SPARE_IDLE:
+                say(f"stages: a spare slot for {light.name} (the CPUs were idle enough)")
+                start_now = [light]
+        for stage in start_now:
             load.started(time.monotonic())
             pending.remove(stage)
             result = results[stage.name]

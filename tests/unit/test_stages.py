@@ -144,6 +144,20 @@ def test_a_stage_about_to_be_ready_keeps_its_slot_from_a_later_one(tmp_path: Pat
     assert order.read_text().split() == ["first", "long", "filler", "other"]
 
 
+def test_choose_keeps_slots_for_stages_whose_needs_start_now_or_run() -> None:
+    tools, integration = Stage("host-tools", "t"), Stage("integration", "i", ("host-tools",))
+    journey, molecule = Stage("journey", "j", ("host-tools",)), Stage("molecule", "m")
+    pending = [tools, integration, journey, molecule]
+    names = {s.name for s in pending}
+    # host-tools starts; integration and journey, which need only it, keep the other slot and
+    # the next one: molecule (ready, later in priority) waits
+    assert stages.choose(pending, names, set(), set(), 2) == [tools]
+    assert stages.choose(pending[1:], names, set(), {"host-tools"}, 1) == []
+    assert stages.choose(pending[1:], names, {"host-tools"}, set(), 2) == [integration, journey]
+    # a need that failed (neither passed nor running) keeps no slot
+    assert stages.choose(pending[1:], names, set(), set(), 1) == [molecule]
+
+
 def test_slowest_reads_pytest_durations_of_every_log(tmp_path: Path) -> None:
     unit = tmp_path / "unit.log"
     unit.write_text(
