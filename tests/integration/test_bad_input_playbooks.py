@@ -145,6 +145,11 @@ def _first_play(playbook: str) -> dict:
     play = yaml.safe_load((REPO / "playbooks" / playbook).read_text())[0]
     play["hosts"] = "all"
     play["vars_files"] = [str(REPO / "playbooks" / f) for f in play.get("vars_files", [])]
+    # the play runs from another folder: the task files it imports are named from playbooks/
+    for task in play.get("tasks", []):
+        for key in ("ansible.builtin.import_tasks", "import_tasks"):
+            if key in task:
+                task[key] = str(REPO / "playbooks" / task[key])
     return play
 
 
