@@ -383,6 +383,10 @@ STORAGE = [
       "also the mount point"),
     v("endpoint-comma", "tpu_storage_gcs_endpoint", "http://x/,allow_other", "allow_other"),
     v("key-url-ftp", "tpu_storage_gcsfuse_key_url", "ftp://example.org/key"),
+    # gcsfuse and a bucket, but no repository named (the collection names no package host)
+    c("gcsfuse-no-repo", {"tpu_storage_buckets": [{"bucket": "ckpt", "path": "/mnt/c"}],
+                          "tpu_storage_gcs_client": "gcsfuse"},
+      "tpu_storage_gcsfuse_apt_url", '""'),
     v("retries-big", "tpu_storage_apt_retries", 500),
 ]  # fmt: skip
 

@@ -286,13 +286,13 @@ def test_gcsfuse_check_diff_shows_source_key_and_fstab_line(
     result, out = worker.role(
         "--check", "--diff", tpu_storage_buckets=buckets, tpu_storage_gcs_client="gcsfuse",
         tpu_storage_gcs_endpoint="", tpu_storage_gcsfuse_key_url=f"{key_server}/apt-key.gpg",
-        tpu_storage_gcsfuse_apt_url="https://packages.cloud.google.com/apt",
+        tpu_storage_gcsfuse_apt_url="https://apt.example.test/apt",
     )  # fmt: skip
     assert result.returncode == 0, out[-4000:]
     uid = worker.sh(f"id -u {USER}").strip()
     assert (
         "deb [signed-by=/etc/apt/keyrings/cloudtpu-gcsfuse.asc]"
-        " https://packages.cloud.google.com/apt gcsfuse-bookworm main" in out
+        " https://apt.example.test/apt gcsfuse-bookworm main" in out
     ), out[-4000:]
     assert f"its key {key_server}/apt-key.gpg in /etc/apt/keyrings/cloudtpu-gcsfuse.asc" in out, (
         out[-4000:]
