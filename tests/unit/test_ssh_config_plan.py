@@ -13,7 +13,7 @@ from ansible_collections.cloudtpu.pod.plugins.filter.ssh_config_record import ss
 from ansible_collections.cloudtpu.pod.plugins.filter.ssh_config_targets import ssh_config_targets
 
 NAME = "inventories/gcp"
-DEMO = "/work/.demo/ssh_config"
+DEMO = "/srv/project/.demo/ssh_config"
 HOME = "/home/me/.ssh/config"
 OLD = {NAME: {"path": DEMO, "user": "", "identity_file": "/k", "proxy_jump": "", "port": ""}}
 NEW = {
