@@ -124,7 +124,7 @@ molecule-%: setup image
 # of every stage's wall time and the slowest tests at the end (.cache/stages/summary.txt).
 STAGE_JOBS ?= 2
 test: ## The full test suite (what CI runs): every stage below, side by side, then the stage table
-	$(PYTHON) tools/stages.py --jobs $(STAGE_JOBS)
+	$(PYTHON) -m tools.stages --jobs $(STAGE_JOBS)
 
 check: lint unit ## The quick loop: lint and unit tests (a few minutes, no Docker)
 

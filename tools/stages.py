@@ -9,9 +9,10 @@ runs long prints a line every few minutes, so a slow stage is never silent.
 
 At the end: a table of every stage (when it started, how long it took, its result) and the
 slowest tests, read from the pytest ``--durations`` lines of every stage's log. The same table is
-written to .cache/stages/summary.txt.
+written to .cache/stages/summary.txt, with the test files that used the most CPU
+(tools/cpu_report.py: each pytest stage records its own into .cache/stages/cpu/<stage>/).
 
-Usage: tools/stages.py [--jobs N] [--only STAGE ...]   (stdlib only; any Python 3.9+)
+Usage: python3 -m tools.stages [--jobs N] [--only STAGE ...]   (stdlib only; Python 3.9+)
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ import argparse
 import itertools
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tools import cpu_report
 
 REPO = Path(__file__).resolve().parents[1]
 LOG_DIR = REPO / ".cache" / "stages"
@@ -282,6 +286,8 @@ def run(
             pending.remove(stage)
             result = results[stage.name]
             result.started = time.monotonic()
+            cpu_folder = log_dir / "cpu" / stage.name
+            shutil.rmtree(cpu_folder, ignore_errors=True)
             say(
                 f"stages: {stage.name} started (make {stage.target}) at "
                 f"{_clock(result.started - origin)}; output in {result.log}"
@@ -293,6 +299,7 @@ def run(
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
+                    env={**os.environ, cpu_report.ENV: str(cpu_folder)},
                 )
         time.sleep(0.5)
         for name, proc in list(running.items()):
@@ -334,6 +341,10 @@ def run(
     if tests:
         summary.append("\nslowest tests (pytest --durations of every stage):")
         summary += [f"{sec:8.2f}s  {stage:<12} {name}" for sec, stage, name in tests]
+    files = cpu_report.summary([(r.stage.name, log_dir / "cpu" / r.stage.name) for r in ordered])
+    if files:
+        summary.append("\ntest files by CPU (the tests' own processes; containers not counted):")
+        summary += files
     text = "\n".join(summary)
     say(text)
     (log_dir / "summary.txt").write_text(text + "\n", encoding="utf-8")

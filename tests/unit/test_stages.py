@@ -212,3 +212,24 @@ def test_cpu_line_says_how_busy_the_machine_was() -> None:
     reading = stages.cpu_times()
     if reading is not None:  # Linux
         assert 0 <= reading[0] <= reading[1]
+
+
+def test_each_stage_records_its_test_files_cpu_and_the_summary_lists_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The stage's pytest would write into the folder the stage's environment names; this
+    # stage writes what tests/conftest.py writes, from that variable.
+    write = (
+        'mkdir -p "$CLOUDTPU_CPU_REPORT_DIR" && echo \'{"tests/x/test_a.py": '
+        '{"cpu": 12.5, "wall": 30, "tests": 4}}\' > "$CLOUDTPU_CPU_REPORT_DIR/gw0-1.json"'
+    )
+    stale = tmp_path / "cpu" / "pytesty" / "old-1.json"
+    stale.parent.mkdir(parents=True)
+    stale.write_text('{"tests/x/test_gone.py": {"cpu": 99}}')
+    suite = (Stage("pytesty", "pytesty"),)
+    assert stages.run(suite, jobs=1, log_dir=tmp_path, command=shell({"pytesty": write})) == 0
+    out = capsys.readouterr().out
+    assert "test files by CPU" in out, out
+    row = r"^\s+12\.5s cpu\s+30\.0s wall\s+4 tests  pytesty\s+tests/x/test_a\.py$"
+    assert re.search(row, out, re.M), out
+    assert "test_gone" not in out, "a folder left by an earlier run is emptied first"
