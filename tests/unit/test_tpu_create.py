@@ -12,7 +12,7 @@ import requests
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import TpuApiError, TpuClient
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_create import create_or_find
 
-from tests.unit.test_tpu_api import PROJECT, Recorder, client_for, state
+from tests.unit.tpu_api_server import PROJECT, Recorder, client_for, state
 from tools.tpu_emulator.testing import admin, serve
 
 ZONE = "us-central2-b"
