@@ -19,7 +19,12 @@ description:
   - Takes the run records (the C(.json) lines run.yml writes) found on each worker and returns
     the run asked for, else the newest detached run (run ids sort by their start time).
   - A run that was not detached, or one recorded on no worker, is refused with a message.
-positional: requested
+  - O(kept) are the records babysit.yml keeps on this machine (lookup C(cloudtpu.pod.babysit_kept)).
+    A kept run that is not over and that no worker records, on workers this play reaches and with
+    no newer run that continues it, is that of a babysitter stopped after its node was recreated
+    and before the run was started again. It is picked too (the newest run wins), with C(resumed)
+    true, and a restart starts it again.
+positional: requested, kept
 options:
   _input:
     description: Per worker, its records (a list of JSON lines or one text).
@@ -29,6 +34,12 @@ options:
     description: The run id asked for (C(tpu_babysit_run)), empty for the newest.
     type: str
     default: ''
+  kept:
+    description: The babysitter's records of this machine, each with C(run_id), C(hosts),
+      C(cmd), C(script), C(workdir), C(origin), C(log) and C(over).
+    type: list
+    elements: dict
+    default: []
 """
 
 EXAMPLES = r"""
@@ -40,7 +51,9 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description: C(ok), C(message), C(run_id), C(hosts) (the workers that recorded it), C(cmd),
-    C(script) (the script's name for a script run), C(workdir) and C(continues).
+    C(script) (the script's name for a script run), C(workdir), C(continues), C(resumed) (picked
+    from a kept record), C(origin) and C(log) (those of the kept record of this run or of the
+    run it continues; empty when there is none).
   type: dict
 """
 
@@ -59,36 +72,76 @@ def _records(found: Any) -> list[dict[str, Any]]:
     return records
 
 
-def babysit_pick(found: Mapping[str, Any], requested: str = "") -> dict[str, Any]:
-    """The run to watch: C(requested), else the newest detached run of any worker."""
+def _kept(kept: Any, reached: set[str]) -> dict[str, dict[str, Any]]:
+    """The kept records that are sound, not over, and of workers this play reaches, by run id."""
+    out: dict[str, dict[str, Any]] = {}
+    for record in kept if isinstance(kept, (list, tuple)) else []:
+        if not isinstance(record, Mapping) or record.get("over") not in (False, "False", "false"):
+            continue
+        hosts = record.get("hosts")
+        run_id = str(record.get("run_id") or "")
+        if not RUN_ID_RE.match(run_id) or not isinstance(hosts, (list, tuple)) or not hosts:
+            continue
+        if {str(h) for h in hosts} <= reached:
+            out[run_id] = dict(record, hosts=sorted(str(h) for h in hosts))
+    return out
+
+
+def babysit_pick(found: Mapping[str, Any], requested: str = "", kept: Any = None) -> dict[str, Any]:
+    """The run to watch: C(requested), else the newest detached run of any worker or of the
+    babysitter's records of this machine (C(kept)) that no worker has."""
     by_run: dict[str, dict[str, dict[str, Any]]] = {}
     for host, output in (found or {}).items():
         for record in _records(output):
             by_run.setdefault(record["run_id"], {})[str(host)] = record
+    continued = {str(r.get("continues") or "") for hosts in by_run.values() for r in hosts.values()}
+    kept_runs = _kept(kept, {str(h) for h in (found or {})})
+    resumable = {r: k for r, k in kept_runs.items() if r not in by_run and r not in continued}
     detached = sorted(
         (r for r, hosts in by_run.items() if any(h.get("detached") for h in hosts.values())),
         reverse=True,
     )
     result: dict[str, Any] = {"ok": False, "run_id": "", "hosts": [], "cmd": "", "workdir": ""}
-    if requested and requested not in by_run:
+    result.update(resumed=False, origin="", log="")
+    if requested and requested not in by_run and requested not in resumable:
         known = ", ".join(detached[:5]) or "none"
         result["message"] = (
             f"run {requested} is not recorded on these workers; detached runs there: {known}"
         )
         return result
-    if not requested and not detached:
+    newest = sorted([*detached, *resumable], reverse=True)
+    if not requested and not newest:
         result["message"] = (
-            "no detached run is recorded on these workers: start one with playbooks/run.yml "
-            "-e tpu_run_detach=true"
+            "no detached run is recorded on these workers (nor kept by babysit.yml in its log "
+            "folder on this machine): start one with playbooks/run.yml -e tpu_run_detach=true"
         )
         return result
-    run_id = requested or detached[0]
+    run_id = requested or newest[0]
+    if run_id not in by_run:
+        record = resumable[run_id]
+        cmd = str(record.get("cmd") or "")
+        result.update(
+            ok=True,
+            message="ok",
+            run_id=run_id,
+            hosts=record["hosts"],
+            cmd=cmd,
+            script=str(record.get("script") or ""),
+            workdir=str(record.get("workdir") or ""),
+            continues="",
+            resumed=True,
+            origin=str(record.get("origin") or run_id),
+            log=str(record.get("log") or ""),
+        )
+        return result
     hosts = by_run[run_id]
     first = hosts[sorted(hosts)[0]]
     if not first.get("detached"):
         result["message"] = f"run {run_id} was not detached: there is nothing left to watch"
         return result
     cmd = str(first.get("cmd") or "")
+    continues = str(first.get("continues") or "")
+    chain = kept_runs.get(run_id) or kept_runs.get(continues) or {}
     result.update(
         ok=True,
         message="ok",
@@ -97,7 +150,9 @@ def babysit_pick(found: Mapping[str, Any], requested: str = "") -> dict[str, Any
         cmd=cmd,
         script=cmd[len("script: ") :] if cmd.startswith("script: ") else "",
         workdir=str(first.get("workdir") or ""),
-        continues=str(first.get("continues") or ""),
+        continues=continues,
+        origin=str(chain.get("origin") or ""),
+        log=str(chain.get("log") or ""),
     )
     return result
 
