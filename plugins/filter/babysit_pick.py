@@ -52,8 +52,8 @@ RETURN = r"""
 _value:
   description: C(ok), C(message), C(run_id), C(hosts) (the workers that recorded it), C(cmd),
     C(script) (the script's name for a script run), C(workdir), C(continues), C(resumed) (picked
-    from a kept record), C(origin) and C(log) (those of the kept record of this run or of the
-    run it continues; empty when there is none).
+    from a kept record), C(origin), C(log) and C(events) (those of the kept record of this run
+    or of the run it continues, whose log goes on with its events; empty when there is none).
   type: dict
 """
 
@@ -87,6 +87,12 @@ def _kept(kept: Any, reached: set[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _events(record: Mapping[str, Any]) -> list[str]:
+    """The events a kept record logged so far (its log goes on with them)."""
+    events = record.get("events")
+    return [str(e) for e in events] if isinstance(events, (list, tuple)) else []
+
+
 def babysit_pick(found: Mapping[str, Any], requested: str = "", kept: Any = None) -> dict[str, Any]:
     """The run to watch: C(requested), else the newest detached run of any worker or of the
     babysitter's records of this machine (C(kept)) that no worker has."""
@@ -102,7 +108,7 @@ def babysit_pick(found: Mapping[str, Any], requested: str = "", kept: Any = None
         reverse=True,
     )
     result: dict[str, Any] = {"ok": False, "run_id": "", "hosts": [], "cmd": "", "workdir": ""}
-    result.update(resumed=False, origin="", log="")
+    result.update(resumed=False, origin="", log="", events=[])
     if requested and requested not in by_run and requested not in resumable:
         known = ", ".join(detached[:5]) or "none"
         result["message"] = (
@@ -132,6 +138,7 @@ def babysit_pick(found: Mapping[str, Any], requested: str = "", kept: Any = None
             resumed=True,
             origin=str(record.get("origin") or run_id),
             log=str(record.get("log") or ""),
+            events=_events(record),
         )
         return result
     hosts = by_run[run_id]
@@ -153,6 +160,7 @@ def babysit_pick(found: Mapping[str, Any], requested: str = "", kept: Any = None
         continues=continues,
         origin=str(chain.get("origin") or ""),
         log=str(chain.get("log") or ""),
+        events=_events(chain),
     )
     return result
 

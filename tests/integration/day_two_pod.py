@@ -50,6 +50,8 @@ class Pod:
     env: dict[str, str]
     tmp: Path
     group: str
+    # the emulator that made the node (its admin API preempts it), when provisioned() made it
+    emulator: EmulatorCli | None = None
 
     def play(self, name: str, *args: str, cwd: Path | None = None) -> Run:
         result = playbook(name, self.env, *args) if cwd is None else self._play_in(cwd, name, args)
@@ -143,7 +145,7 @@ def provisioned(
         ANSIBLE_SSH_CONTROL_PATH_DIR=str(folder / "cp"),
         ANSIBLE_LOCAL_TEMP=str(folder / "ansible-tmp"),
     )
-    pod = Pod(env, folder, "tpu_node_" + node.replace("-", "_"))
+    pod = Pod(env, folder, "tpu_node_" + node.replace("-", "_"), emulator)
     try:
         up = pod.play(
             "provision.yml",

@@ -29,6 +29,7 @@ def kept(run_id: str, hosts=("w0", "w1"), over=False, origin=OLD, cmd="python tr
         "log": f"/work/.cache/babysit/{origin}.log",
         "over": over,
         "recoveries": 1,
+        "events": ["2026-11-23T16:00:00Z watching run", "2026-11-23T16:01:00Z recover: lost"],
     }
 
 
@@ -39,6 +40,7 @@ def test_a_kept_run_that_no_worker_records_is_resumed():
     assert (got["run_id"], got["hosts"], got["cmd"]) == (NEW, ["w0", "w1"], "python train.py")
     assert got["origin"] == OLD and got["log"] == f"/work/.cache/babysit/{OLD}.log"
     assert got["workdir"] == "/home/tpu/myproject"
+    assert got["events"] == kept(NEW)["events"], "the log goes on with the events kept"
 
 
 def test_the_newest_run_wins_between_the_workers_and_the_kept_records():
