@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import RUN_ID_RE
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import RUN_ID_RE
 
 DOCUMENTATION = r"""
 name: babysit_pick

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import run_id_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     boolean_problem,
     number_problem,
@@ -17,6 +16,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
     local_path,
     local_path_problem,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import run_id_problem
 
 DOCUMENTATION = r"""
 name: logs_options

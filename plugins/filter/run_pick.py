@@ -5,12 +5,14 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from typing import Any
 
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import _shown
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import local_path
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import (
+    RUN_ID_RE,
+    run_id_problem,
+)
 
 DOCUMENTATION = r"""
 name: run_pick
@@ -56,20 +58,6 @@ _value:
     C(runs) (every run id found, newest first).
   type: dict
 """
-
-RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}\Z")
-
-
-def run_id_problem(value: Any, name: str) -> str:
-    """Why ``value`` is not a run id for ``name`` (tpu_logs_run, tpu_babysit_run); ``''`` when
-    it is."""
-    if isinstance(value, str) and RUN_ID_RE.fullmatch(value):
-        return ""
-    return (
-        f"{name} is {_shown(value)}: not a run id; allowed: a run id as run.yml prints it, "
-        "such as 20261123T143000Z-ab12."
-    )
-
 
 def run_pick(
     found: Iterable[Any], requested: str = "", dest: str = "./.cache/runs"

@@ -12,9 +12,9 @@ short_description: The records babysit.yml keeps on this machine
 description:
   - C(playbooks/babysit.yml) writes, next to each run's log in its log folder
     (C(tpu_babysit_log_dir)), C(<run id>.json) with the run it watches now, its workers, its
-    command and folder, and whether the watch is over. The babysitter stopped at any point (Ctrl-C, a
-    closed laptop) and started again from the same folder reads them with this lookup, so that
-    a run whose node was recreated before the run was started again is not lost
+    command and folder, and whether the watch is over. The babysitter stopped at any point
+    (Ctrl-C, a closed laptop) and started again from the same folder reads them with this
+    lookup, so that a run whose node was recreated before the run was started again is not lost
     (filter C(cloudtpu.pod.babysit_pick)).
   - Returns the records of the folder given as the first term, each a dict. A folder that does
     not exist has none. Only regular files of this user, with mode 0600 or stricter, read

@@ -11,6 +11,7 @@
 * :func:`as_data`: a value as plain data. On ansible-core 2.19 and later only text tagged as
   trusted is rendered as a template; a plain ``str`` is data wherever it goes (facts, templates,
   module arguments). This is what ``!unsafe`` or ``wrap_var`` did before 2.19.
+* :data:`RUN_ID_RE` and :func:`run_id_problem`: what a run id is (logs.yml, babysit.yml).
 * :data:`SECRET`: the variables whose every value is secret (``tpu_run_env`` carries tokens:
   ``HF_TOKEN``, ``WANDB_API_KEY``...). They are shown by their names only
   (:func:`secret_names`, :func:`shown`); the one task that holds the values (the run's wrapper
@@ -19,10 +20,26 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import _shown
+
 SECRET = ("tpu_run_env",)
+# A run's id, as run.yml makes it: its UTC start time and four hex digits.
+RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}\Z")
+
+
+def run_id_problem(value: Any, name: str) -> str:
+    """Why ``value`` is not a run id for ``name`` (tpu_logs_run, tpu_babysit_run); ``''`` when
+    it is."""
+    if isinstance(value, str) and RUN_ID_RE.fullmatch(value):
+        return ""
+    return (
+        f"{name} is {_shown(value)}: not a run id; allowed: a run id as run.yml prints it, "
+        "such as 20261123T143000Z-ab12."
+    )
 
 
 def as_data(value: Any) -> Any:

@@ -16,7 +16,6 @@ import pytest
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_options import babysit_options
 from ansible_collections.cloudtpu.pod.plugins.filter.logs_options import logs_options
 from ansible_collections.cloudtpu.pod.plugins.filter.run_options import run_options
-from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import run_id_problem
 from ansible_collections.cloudtpu.pod.plugins.filter.sync_options import sync_options
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     boolean_problem,
@@ -27,6 +26,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
     local_path,
     local_path_problem,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import run_id_problem
 
 from tests.unit.test_checks import assert_refusal as refusal_of
 

@@ -11,8 +11,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cloudtpu.pod.plugins.filter.run_environment import run_environment
 from ansible_collections.cloudtpu.pod.plugins.filter.run_options import run_options
-from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import RUN_ID_RE, run_pick
+from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import run_pick
 from ansible_collections.cloudtpu.pod.plugins.filter.run_report import run_report
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import RUN_ID_RE
 
 HOME = "/home/tpu"
 

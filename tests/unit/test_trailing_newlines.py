@@ -20,7 +20,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.cloudtpu.pod.plugins.filter.pull_options import pull_options
 from ansible_collections.cloudtpu.pod.plugins.filter.python_source import python_source
 from ansible_collections.cloudtpu.pod.plugins.filter.run_environment import run_environment
-from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import RUN_ID_RE, run_id_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options import (
     base_url_problem,
 )
@@ -41,6 +40,10 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_network_checks im
     network_problem,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued import schedule_problems
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import (
+    RUN_ID_RE,
+    run_id_problem,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_ssh_forwards import (
     forwards_problem,
 )
