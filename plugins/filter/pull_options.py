@@ -60,8 +60,10 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description: C(ok), C(message), C(bootstrap), C(pull) (a boolean), C(wait), C(timeout),
-    C(secret) (true when a token goes into the script), C(tags) and, for the template,
-    C(quoted) (each value quoted for bash) and C(inventory), C(env) and C(vars) (file texts).
+    C(tags) and, for the template, C(quoted) (each value quoted for bash) and C(inventory),
+    C(env) and C(vars) (file texts). The script holds C(env) (the access token) and C(vars),
+    so the collection's modules keep every startup-script out of their output
+    (module_utils/tpu_secrets.py).
   type: dict
 """
 
@@ -130,7 +132,7 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
         raise TypeError(f"pull_options takes a mapping of the raw values, not {type(raw).__name__}")
     problems: list[str] = []
     mode = _pick(raw.get("bootstrap", "push"), "tpu_provision_bootstrap", MODES, problems)
-    result: dict[str, Any] = {"bootstrap": mode, "pull": mode == "pull", "secret": False}
+    result: dict[str, Any] = {"bootstrap": mode, "pull": mode == "pull"}
     if mode != "pull":
         result.update(ok=not problems, message=" ".join(problems), wait=False, timeout=0, tags=[])
         return result
@@ -261,7 +263,6 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
         wait=wait,
         timeout=int(float(timeout)) if not problem else DEFAULT_TIMEOUT,
         tags=tags,
-        secret=auth_kind == "accesstoken",
         quoted={
             "repo": shlex.quote(str(repo or "")),
             "version": shlex.quote(version),

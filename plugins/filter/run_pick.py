@@ -59,6 +59,7 @@ _value:
   type: dict
 """
 
+
 def run_pick(
     found: Iterable[Any], requested: str = "", dest: str = "./.cache/runs"
 ) -> dict[str, Any]:

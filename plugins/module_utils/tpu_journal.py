@@ -12,8 +12,12 @@ collection's state folder on the controller (:func:`state_dir`: ``CLOUDTPU_STATE
 ``~/.local/state/cloudtpu.pod``). The folder is made 0700 and the file written 0600 through a
 temporary file and ``os.replace``, so a reader sees the old journal or the new one, never half
 of one. A folder or file that is a symbolic link, belongs to another user or is writable by
-others is refused: another user could then read the specs (their ``ssh-keys`` metadata) or
-point the writes elsewhere.
+others is refused: another user could then read the specs (their ``ssh-keys`` metadata, and
+the secret values that ``tpu_secrets.py`` keeps out of output, such as a pull node's
+startup-script with its access token) or point the writes elsewhere.
+
+The journal keeps real values only: a spec to record that holds a hidden marker instead of a
+secret value is resolved from the node's entry already in the journal, or refused.
 
 An entry: ``{"name", "project", "zone", "spec", "step", "time"}``: ``spec`` is the node's spec
 as ``cloudtpu.pod.tpu_node_info`` returns it (the options of ``cloudtpu.pod.tpu_node``),
@@ -44,6 +48,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
     local_path_problem,
     state_dir,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import reveal
 
 STEPS = ("deleting", "creating")
 VERSION = 1
@@ -212,7 +217,8 @@ def _record(path, exists, project, zone, nodes, step, write):
                 f"accelerator_type); got {spec!r}."
             )
         old = entries.get(name) or {}
-        if old.get("spec") == dict(spec) and old.get("step") == step:
+        spec = _revealed(name, spec, old)
+        if old.get("spec") == spec and old.get("step") == step:
             continue
         entries[name] = {
             "name": name,
@@ -226,6 +232,26 @@ def _record(path, exists, project, zone, nodes, step, write):
     if changed and write:
         _save(path, {"version": VERSION, "nodes": entries})
     return changed, entries
+
+
+def _revealed(name: str, spec: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec`` with hidden markers in its metadata replaced by the values of ``old``, the
+    node's entry already in the journal; JournalError when one is not there."""
+    spec = dict(spec)
+    kept = old.get("spec") if isinstance(old.get("spec"), Mapping) else {}
+    metadata, problems = reveal(
+        spec.get("metadata") if isinstance(spec.get("metadata"), Mapping) else None,
+        [("the journal's entry", kept.get("metadata"))],
+    )
+    if problems:
+        raise JournalError(
+            f"The journal entry of {name} cannot be written: {' '.join(problems)} The journal "
+            "keeps the values themselves: cloudtpu.pod.tpu_node with journal: true and state: "
+            "absent writes the node's spec as the API reports it before deleting the node."
+        )
+    if metadata is not None:
+        spec["metadata"] = metadata
+    return spec
 
 
 def clear(

@@ -13,25 +13,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import is_pull_bootstrap
+
 ACTIONS = ("recreate", "requeue", "maintenance", "rebootstrap")
 # States of a node on its way to READY: one that the journal names is waited for, as a node
 # under maintenance is, then bootstrapped.
 COMING_UP = ("CREATING", "STARTING", "RESTARTING", "REPAIRING")
-# The second line of playbooks/templates/pull_startup.sh.j2, the startup-script that
-# provision.yml gives a node with tpu_provision_bootstrap=pull.
-PULL_MARK = "# cloudtpu.pod pull bootstrap,"
 
 
 def bootstraps_itself(node: Mapping[str, Any]) -> bool:
-    """Whether the node's startup-script is the collection's pull bootstrap: its workers run
-    ansible-pull of site.yml at every boot, so a second bootstrap from the controller would run
-    the same roles on them at the same time."""
+    """Whether the node's startup-script is the collection's pull bootstrap, or the hidden
+    marker of one (the modules return no startup-script itself: tpu_secrets.py): its workers
+    run ansible-pull of site.yml at every boot, so a second bootstrap from the controller would
+    run the same roles on them at the same time."""
     spec = node.get("spec") if isinstance(node.get("spec"), Mapping) else {}
     metadata = spec.get("metadata") if isinstance(spec.get("metadata"), Mapping) else {}
-    script = metadata.get("startup-script")
-    if not isinstance(script, str):
-        return False
-    return any(line.startswith(PULL_MARK) for line in script.splitlines()[:3])
+    return is_pull_bootstrap(metadata.get("startup-script"))
 
 
 def _refusal(node: Mapping[str, Any], states: Sequence[str], health: Sequence[str]) -> str:

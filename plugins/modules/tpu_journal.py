@@ -22,6 +22,11 @@ description:
   - A state folder or journal file that is a symbolic link (or goes through one), belongs to
     another user or is writable by others is refused, and so is a file that is not a journal.
   - Runs on the controller (C(localhost)); it makes no API call.
+  - The file keeps the specs as they are, secret values included (the C(startup-script) and
+    C(shutdown-script) metadata, where a pull node's access token and C(tpu_provision_pull_vars)
+    are); RV(entries) and the module's own arguments show them as hidden markers, as
+    M(cloudtpu.pod.tpu_node_info) does. M(cloudtpu.pod.tpu_node) with C(journal=true) writes a
+    node's spec, secrets included, before deleting it, and takes the secrets back from here.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -54,6 +59,8 @@ options:
     description:
       - For O(state=record), the nodes, each with C(name) (the node ID) and C(spec) (the
         node's spec as M(cloudtpu.pod.tpu_node_info) returns it; it needs C(accelerator_type)).
+      - A hidden marker in a spec's C(metadata) is replaced by the value of the node's entry
+        already in the journal; one that the entry does not hold fails the task.
     type: list
     elements: dict
     default: []
@@ -109,7 +116,8 @@ EXAMPLES = r"""
 RETURN = r"""
 entries:
   description:
-    - The journal's entries after the task (in check mode, as they would be), by node ID.
+    - The journal's entries after the task (in check mode, as they would be), by node ID, with
+      hidden markers for the secret metadata values.
   returned: always
   type: dict
   sample:
@@ -132,8 +140,9 @@ path:
 
 from typing import Any
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback
+from ansible.module_utils.basic import env_fallback
 from ansible_collections.cloudtpu.pod.plugins.module_utils import tpu_journal
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 
 def argument_spec() -> dict[str, Any]:
@@ -152,7 +161,7 @@ def argument_spec() -> dict[str, Any]:
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
     project, zone, folder = params["project"], params["zone"], params["state_dir"]
     folder = folder or tpu_journal.state_dir()

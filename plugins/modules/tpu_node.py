@@ -27,6 +27,11 @@ description:
     first, and an existing node with the spec asked for is taken (RV(adopted)), as after a 409
     ALREADY_EXISTS.
   - Returns the node as the API describes it, and its workers with their addresses.
+  - The values of the metadata keys C(startup-script) and C(shutdown-script) are secret (the pull
+    bootstrap of C(playbooks/provision.yml) holds an access token and C(tpu_provision_pull_vars)
+    there). Results, diffs, messages and the module's own arguments show a hidden marker instead,
+    which gives the key, the length and whether it is the pull bootstrap, never a part of the
+    value (C(<hidden startup-script, 7120 characters, the cloudtpu.pod pull bootstrap>)).
 extends_documentation_fragment:
   - cloudtpu.pod.tpu_api
   - ansible.builtin.action_common_attributes
@@ -116,6 +121,11 @@ options:
         not name, and C(ssh-keys) is merged per user (the users named here get exactly these
         keys, other users' keys stay), so a re-run does not lock other people out. With
         V(replace) the node gets exactly these keys.
+      - A value that is a hidden marker (as this module, M(cloudtpu.pod.tpu_node_info) and
+        M(cloudtpu.pod.tpu_journal) return C(startup-script) and C(shutdown-script)) stands for
+        the value it hides, of the same key and length, taken from the node, else (with
+        O(journal)) from the recovery journal's entry of the node; the task fails when neither
+        holds it. So a spec read with M(cloudtpu.pod.tpu_node_info) can be given back as it is.
     type: dict
   metadata_mode:
     description: How O(metadata) is applied to an existing node.
@@ -157,9 +167,27 @@ options:
     description: Seconds between two reads of an operation or node while waiting.
     type: float
     default: 10.0
+  journal:
+    description:
+      - Keep the node's spec in the controller's recovery journal (M(cloudtpu.pod.tpu_journal)),
+        as C(playbooks/recover.yml) does. With O(state=absent) the spec the API reports, secret
+        values included, is written before the node is deleted (step C(deleting)) and again once
+        it is gone (step C(creating)); no delete is sent when it cannot be written. With
+        O(state=present) hidden markers in O(metadata) are also looked up in the journal, and a
+        node created while the journal holds it is noted there (step C(creating)).
+      - The journal file is mode 0600 in a folder of mode 0700 (see O(state_dir)).
+    type: bool
+    default: false
+  state_dir:
+    description:
+      - The state folder of the journal (O(journal)), as for M(cloudtpu.pod.tpu_journal).
+      - Falls back to the environment variable E(CLOUDTPU_STATE_DIR), else
+        C(~/.local/state/cloudtpu.pod).
+    type: str
 seealso:
   - module: cloudtpu.pod.tpu_node_info
   - module: cloudtpu.pod.tpu_queued_resource
+  - module: cloudtpu.pod.tpu_journal
 """
 
 EXAMPLES = r"""
@@ -211,7 +239,8 @@ RETURN = r"""
 node:
   description:
     - The node as the TPU API describes it (empty when it does not exist, or in check mode
-      before it was created).
+      before it was created), C(startup-script) and C(shutdown-script) in its C(metadata) as
+      hidden markers.
   returned: always
   type: dict
   sample:
@@ -278,7 +307,7 @@ differences:
 
 from typing import Any
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback
+from ansible.module_utils.basic import env_fallback
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
     TpuApiError,
     TpuClient,
@@ -287,24 +316,9 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     check_module_options,
 )
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_create import create_or_find
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
-    default_runtime_version,
-)
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
-    LOST_STATES,
-    MUTABLE_FIELDS,
-    SPEC_FIELDS,
-    TRANSITIONAL_STATES,
-    Deadline,
-    describe_differences,
-    merge_metadata,
-    node_body,
-    node_spec,
-    node_workers,
-    spec_differences,
-    wait_node,
-)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import STATE_DIR_ENV
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_node_task import NodeTask
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 
 def argument_spec() -> dict[str, Any]:
@@ -342,284 +356,14 @@ def argument_spec() -> dict[str, Any]:
         wait={"type": "bool", "default": True},
         timeout={"type": "int", "default": 1800},
         poll_interval={"type": "float", "default": 10.0},
+        journal={"type": "bool", "default": False},
+        state_dir={"type": "str", "fallback": (env_fallback, [STATE_DIR_ENV])},
     )
     return spec
 
 
-class NodeTask:
-    """One run of the module: read the node, decide, act, wait."""
-
-    def __init__(self, module: AnsibleModule, client: TpuClient) -> None:
-        self.module = module
-        self.client = client
-        params = module.params
-        self.project = params["project"]
-        self.zone = params["zone"]
-        self.name = params["name"]
-        self.state = params["state"]
-        self.wait = params["wait"]
-        self.poll = max(0.01, float(params["poll_interval"]))
-        self.deadline = Deadline(params["timeout"])
-        self.check = module.check_mode
-        self.wanted = {field: params[field] for field in SPEC_FIELDS}
-        self.result: dict[str, Any] = {
-            "changed": False,
-            "node": {},
-            "workers": [],
-            "updated_fields": [],
-            "recreated": False,
-            "adopted": False,
-            "differences": [],
-        }
-        self.before: dict[str, Any] = {}
-        self.after: dict[str, Any] = {}
-
-    # -- API steps ------------------------------------------------------------------------------
-
-    def where(self) -> str:
-        return f"TPU node {self.name} in {self.project}/{self.zone}"
-
-    def finish(self, operation: dict[str, Any]) -> None:
-        if self.wait:
-            self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
-
-    def settle(self, node: dict[str, Any] | None) -> dict[str, Any] | None:
-        """Wait while the node is on its way somewhere (creating, deleting, stopping, ...)."""
-        if node is None or node.get("state") not in TRANSITIONAL_STATES:
-            return node
-        if not self.wait or self.check:
-            return node
-        return wait_node(
-            self.client,
-            self.project,
-            self.zone,
-            self.name,
-            lambda n: n is None or n.get("state") not in TRANSITIONAL_STATES,
-            self.deadline,
-            self.poll,
-            "settled (not " + node["state"] + ")",
-        )
-
-    def wait_for(self, states: tuple[str, ...]) -> dict[str, Any] | None:
-        if not self.wait:
-            return self.client.find_node(self.project, self.zone, self.name)
-        return wait_node(
-            self.client,
-            self.project,
-            self.zone,
-            self.name,
-            lambda n: n is not None and n.get("state") in states,
-            self.deadline,
-            self.poll,
-            " or ".join(states),
-        )
-
-    def delete(self, node: dict[str, Any], wait: bool | None = None) -> None:
-        """Delete the node; ``wait`` (default: the wait option) waits until it is gone."""
-        wait = self.wait if wait is None else wait
-        if node.get("state") != "DELETING":
-            operation = self.client.delete_node(self.project, self.zone, self.name)
-            if wait:
-                self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
-        if wait:
-            wait_node(
-                self.client,
-                self.project,
-                self.zone,
-                self.name,
-                lambda n: n is None,
-                self.deadline,
-                self.poll,
-                "deleted",
-            )
-
-    def create(self) -> dict[str, Any] | None:
-        if not self.wanted.get("runtime_version") and self.wanted.get("accelerator_type"):
-            self.wanted["runtime_version"] = (
-                default_runtime_version(self.wanted["accelerator_type"]) or None
-            )
-        missing = [f for f in ("accelerator_type", "runtime_version") if not self.wanted.get(f)]
-        if missing:
-            self.module.fail_json(
-                msg=f"{self.where()} does not exist; creating it needs {' and '.join(missing)} "
-                "(for example accelerator_type: v4-8 and runtime_version: tpu-ubuntu2204-base).",
-                **self.result,
-            )
-        operation, existing, ours = create_or_find(
-            self.client, self.project, self.zone, self.name, node_body(self.wanted)
-        )
-        if existing is None:
-            self.finish(operation or {})
-            return self.wait_for(("READY",))
-        return self.adopt(existing, ours)
-
-    def adopt(self, existing: dict[str, Any], ours: bool) -> dict[str, Any] | None:
-        """The node exists after all (a 409, or an earlier attempt of this create went
-        through): take it when its spec is the one asked for, as for a node found at the
-        start; the differences the API cannot change in place are refused as there."""
-        self.result["adopted"] = True
-        self.result["changed"] = ours
-        node = self.settle(existing)
-        if node is None:
-            self.module.fail_json(
-                msg=f"{self.where()} was there when it was created, and is gone now; run the "
-                "task again.",
-                **self.result,
-            )
-        node = self.present(node)
-        if node is not None and node.get("state") != "READY" and self.state != "stopped":
-            return self.wait_for(("READY",))
-        return node
-
-    # -- decisions ------------------------------------------------------------------------------
-
-    def run(self) -> dict[str, Any]:
-        scheduling = [f for f in ("spot", "preemptible", "reserved") if self.wanted.get(f)]
-        if len(scheduling) > 1:
-            self.module.fail_json(
-                msg=f"spot, preemptible and reserved exclude each other; got {scheduling} all "
-                "true. Set at most one of them."
-            )
-        node = self.settle(self.client.find_node(self.project, self.zone, self.name))
-        self.before = node_spec(node) if node else {}
-        if self.state == "absent":
-            node = self.absent(node)
-        else:
-            node = self.present(node)
-            if node is not None and self.state == "started":
-                node = self.started(node)
-            elif node is not None and self.state == "stopped":
-                node = self.stopped(node)
-        if node:
-            self.result["node"] = node
-            self.result["workers"] = node_workers(node)
-        if self.module._diff:
-            self.result["diff"] = {"before": self.before, "after": self.after}
-        return self.result
-
-    def absent(self, node: dict[str, Any] | None) -> dict[str, Any] | None:
-        self.after = {}
-        if node is None:
-            return None
-        self.result["changed"] = True
-        if not self.check:
-            self.delete(node)
-        return None
-
-    def present(self, node: dict[str, Any] | None) -> dict[str, Any] | None:
-        wanted_now = {k: v for k, v in self.wanted.items() if v is not None}
-        if node is None:
-            if self.state == "stopped":
-                self.module.fail_json(
-                    msg=f"{self.where()} does not exist, so it cannot be stopped. Create it with "
-                    "state: present first.",
-                    **self.result,
-                )
-            self.after = wanted_now
-            self.result["changed"] = True
-            if self.check:
-                return None
-            return self.create()
-
-        if (
-            self.wanted.get("metadata") is not None
-            and self.module.params["metadata_mode"] == "merge"
-        ):
-            self.wanted["metadata"] = merge_metadata(node.get("metadata"), self.wanted["metadata"])
-        differences = spec_differences(self.wanted, node)
-        self.result["differences"] = differences
-        self.after = dict(self.before)
-        for d in differences:
-            if d["field"].startswith("service_account."):
-                self.after["service_account"] = dict(self.after["service_account"])
-                self.after["service_account"][d["field"].split(".", 1)[1]] = d["wanted"]
-            else:
-                self.after[d["field"]] = d["wanted"]
-        fixed = [d for d in differences if not d["mutable"]]
-        if fixed and not self.module.params["recreate"]:
-            mutable = [d["field"] for d in differences if d["mutable"]]
-            also = f" ({', '.join(mutable)} could be changed in place.)" if mutable else ""
-            self.module.fail_json(
-                msg=f"{self.where()} exists with a spec the TPU API cannot change in place: "
-                f"{describe_differences(fixed)}. Set recreate: true to delete the node and create "
-                "it again (everything on its disks is lost), or make the task match the node."
-                + also,
-                **self.result,
-            )
-        if fixed:
-            self.result["changed"] = True
-            self.result["recreated"] = True
-            if self.check:
-                return node
-            # Options the task leaves out keep the node's current values on the new node.
-            keep = node_spec(node)
-            for field, value in self.wanted.items():
-                if value is not None:
-                    keep[field] = value
-            self.wanted = keep
-            self.delete(node, wait=True)  # the name is free only once the old node is gone
-            return self.create()
-        mutable = [d["field"] for d in differences if d["mutable"]]
-        if mutable:
-            self.result["changed"] = True
-            self.result["updated_fields"] = mutable
-            if self.check:
-                return node
-            # Wanted values are never None here; an emptied field is sent empty and cleared.
-            body = node_body({field: self.wanted[field] for field in mutable})
-            self.finish(
-                self.client.update_node(
-                    self.project, self.zone, self.name, body, [MUTABLE_FIELDS[f] for f in mutable]
-                )
-            )
-            return self.client.find_node(self.project, self.zone, self.name)
-        if node.get("state") in LOST_STATES and self.state == "present":
-            self.module.warn(
-                f"{self.where()} is {node['state']}: its workers are gone. Delete and create it "
-                "again (recreate, or playbooks/recover.yml)."
-            )
-        return node
-
-    def started(self, node: dict[str, Any]) -> dict[str, Any] | None:
-        state = node.get("state")
-        if state == "READY":
-            return node
-        if state in LOST_STATES:
-            self.module.fail_json(
-                msg=f"{self.where()} is {state} and cannot be started; delete and create it again "
-                "(recreate, or playbooks/recover.yml).",
-                **self.result,
-            )
-        if state != "STOPPED":
-            self.module.fail_json(
-                msg=f"{self.where()} is {state}; only a STOPPED node can be started.",
-                **self.result,
-            )
-        self.result["changed"] = True
-        self.after = dict(self.after or self.before, state="READY")
-        if self.check:
-            return node
-        self.finish(self.client.start_node(self.project, self.zone, self.name))
-        return self.wait_for(("READY",))
-
-    def stopped(self, node: dict[str, Any]) -> dict[str, Any] | None:
-        state = node.get("state")
-        if state == "STOPPED":
-            return node
-        if state != "READY":
-            self.module.fail_json(
-                msg=f"{self.where()} is {state}; only a READY node can be stopped.",
-                **self.result,
-            )
-        self.result["changed"] = True
-        if self.check:
-            return node
-        self.finish(self.client.stop_node(self.project, self.zone, self.name))
-        return self.wait_for(("STOPPED",))
-
-
 def main() -> None:
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
     check_module_options(module)
     task = None
     try:

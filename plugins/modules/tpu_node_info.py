@@ -18,6 +18,11 @@ description:
   - Every node comes back with its facts (state, health, accelerator type, workers and their
     addresses), its spec in the option names of M(cloudtpu.pod.tpu_node) (so that a playbook
     can create it again), and the API's JSON.
+  - The values of the metadata keys C(startup-script) and C(shutdown-script) are secret (the pull
+    bootstrap of C(playbooks/provision.yml) holds an access token and C(tpu_provision_pull_vars)
+    there). The spec and the API's JSON carry a hidden marker instead, such as
+    C(<hidden startup-script, 7120 characters, the cloudtpu.pod pull bootstrap>), which
+    M(cloudtpu.pod.tpu_node) takes back as the value it stands for.
   - Zones the API reports as unreachable are returned as warnings; their nodes are missing.
 extends_documentation_fragment:
   - cloudtpu.pod.tpu_api
@@ -183,7 +188,9 @@ nodes:
       type: str
       sample: "2025-01-01T00:00:00.000000Z"
     spec:
-      description: The node's spec in the option names of M(cloudtpu.pod.tpu_node).
+      description:
+        - The node's spec in the option names of M(cloudtpu.pod.tpu_node), C(startup-script)
+          and C(shutdown-script) in its C(metadata) as hidden markers.
       type: dict
       sample:
         accelerator_type: v4-16
@@ -197,7 +204,7 @@ nodes:
 
 from typing import Any
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback
+from ansible.module_utils.basic import env_fallback
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
     TpuApiError,
     TpuClient,
@@ -211,6 +218,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import 
     node_summary,
     parse_node_name,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 
 def argument_spec() -> dict[str, Any]:
@@ -243,7 +251,7 @@ def read_nodes(client: TpuClient, params: dict[str, Any]) -> tuple[list[dict[str
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
     check_module_options(module)
     params = module.params
     try:

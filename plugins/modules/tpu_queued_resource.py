@@ -115,7 +115,11 @@ options:
     description: Labels of each node.
     type: dict
   metadata:
-    description: Metadata of each node's workers (C(startup-script), C(ssh-keys), ...).
+    description:
+      - Metadata of each node's workers (C(startup-script), C(ssh-keys), ...).
+      - C(startup-script) and C(shutdown-script) are secret. The results (the request's node
+        spec, RV(nodes)) and the module's own arguments show hidden markers instead, as
+        M(cloudtpu.pod.tpu_node) does.
     type: dict
   service_account:
     description: Service account the workers run as.
@@ -293,6 +297,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import 
     queued_resource_node_ids,
     queued_resource_state,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 
 def argument_spec() -> dict[str, Any]:
@@ -546,7 +551,7 @@ class QueuedResourceTask:
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
     check_module_options(module)
     problems = schedule_problems(module.params)
     if problems:
