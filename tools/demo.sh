@@ -5,7 +5,7 @@
 #   tools/demo.sh up      set everything up and bootstrap the pod (DEMO_TYPE, default v4-32)
 #   tools/demo.sh ssh     log in to worker 0 (or: tools/demo.sh ssh demo-w1)
 #   tools/demo.sh env     print the environment to use ansible-playbook by hand
-#   tools/demo.sh down    delete the pod and stop the emulator
+#   tools/demo.sh down    delete the pod and stop the emulator (and its bucket service)
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,6 +40,9 @@ demo_env() {
   export CLOUDTPU_STATE_DIR="$demo/state"
   # This demo's folder and port, for ssh -F "$DEMO_DIR/ssh_config" and make demo-down.
   export DEMO_DIR="$demo" DEMO_PORT="$port"
+  # The bucket service tools/emulator.sh runs beside the TPU API, as the workers reach it: the
+  # storage role's endpoint in inventories/demo/group_vars/all.yml.
+  export DEMO_STORAGE_ENDPOINT="http://host.docker.internal:$port/storage/v1/"
 }
 
 playbook() {
@@ -56,7 +59,7 @@ up() {
   fi
   touch "$demo/known_hosts"
 
-  step "TPU API emulator (Docker backend) on port $port"
+  step "TPU API emulator (Docker backend) on port $port, and its bucket service"
   tools/emulator.sh start "$demo" "$port"
 
   step "provision $name ($type) through the API: one container per worker"
@@ -100,7 +103,8 @@ case "${1:-up}" in
     demo_env
     for v in PATH ANSIBLE_CONFIG CLOUDTPU_API_ENDPOINT CLOUDTPU_PROJECT CLOUDTPU_ZONES GCP_AUTH_KIND \
       GCP_ACCESS_TOKEN ANSIBLE_REMOTE_USER ANSIBLE_PRIVATE_KEY_FILE ANSIBLE_SSH_COMMON_ARGS \
-      ANSIBLE_INVENTORY ANSIBLE_CACHE_PLUGIN_CONNECTION CLOUDTPU_STATE_DIR DEMO_DIR DEMO_PORT; do
+      ANSIBLE_INVENTORY ANSIBLE_CACHE_PLUGIN_CONNECTION CLOUDTPU_STATE_DIR DEMO_DIR DEMO_PORT \
+      DEMO_STORAGE_ENDPOINT; do
       printf 'export %s=%q\n' "$v" "${!v}"
     done
     ;;

@@ -199,7 +199,11 @@ def _bucket_mount(entry: Mapping, client: str, endpoint: str, anonymous: bool, i
         opts += ["args2env", "config=/dev/null"]
         opts += [f"gcs_endpoint={endpoint}"] if endpoint else []
         opts.append("gcs_anonymous=true" if anonymous else "gcs_env_auth=true")
-        opts += [*ids, "umask=027", "vfs_cache_mode=writes"]
+        # minimal: a file opened only for writing goes to the bucket as it is written and is
+        # there when close() returns, as with gcsfuse (a rename is then a copy in the bucket);
+        # only a file opened for reading and writing is staged in the cache. With "writes" a file
+        # is uploaded seconds after its last close: a checkpoint replaced every second never is.
+        opts += [*ids, "umask=027", "vfs_cache_mode=minimal"]
         if size > 0:
             opts.append(f"vfs_cache_max_size={size}M")
         if cache_dir:

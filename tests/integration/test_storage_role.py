@@ -197,6 +197,10 @@ def test_bucket_mount_round_trip_idempotence_reboot_and_removal(worker: Worker) 
             pass
         time.sleep(0.2)
     assert _object(worker, "run1/ckpt.txt") == b"step-100\n"
+    # Written through, as gcsfuse uploads at close: a checkpoint written to a temporary name and
+    # renamed is in the bucket once the rename returns, not after a write-back delay.
+    worker.sh(f"cd {MOUNT}/run1 && printf 7 > step.tmp && mv step.tmp step.txt", user=USER)
+    assert _object(worker, "run1/step.txt") == b"7"
 
     # Idempotent: every task again (fast path off) changes nothing; then the fast path holds.
     result, out = worker.role(

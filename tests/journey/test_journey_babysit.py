@@ -1,31 +1,35 @@
 """The README's "Babysitting a long run" journey, run as a user runs it: one worker (v4-8) from
-the emulator, bootstrapped with ``site.yml --tags python,libtpu`` (the venv and the TPU lock
-helper: all a run needs, see test_journey_multislice.py), a detached 60-step training script
-that checkpoints its step and resumes from it, then ``babysit.yml``, during which the node is
+the emulator, bootstrapped with ``site.yml --tags python,libtpu,storage`` (the venv and the TPU
+lock helper: all a run needs, see test_journey_multislice.py; and the bucket sit-checkpoints,
+made in the demo's bucket service by ``tools/emulator.sh bucket``, mounted at /mnt/checkpoints
+with rclone), a detached 60-step training script that checkpoints its step in the bucket and
+resumes from it, then ``babysit.yml`` with the same tags and bucket, during which the node is
 preempted twice and then goes through a maintenance event, and given
 ``tpu_babysit_teardown=on_success`` deletes the node once the run has completed; then the status
-table shows no node and the emulator stops.
+table shows no node and the emulator and its bucket service stop.
 
-Two things come from outside the user's commands, as on Google Cloud:
+The checkpoint is kept by the user's commands alone: each recreated node mounts the bucket
+again with the storage role, the rebooted worker from its fstab entry; the test carries no file.
+What comes from outside the user's commands, as on Google Cloud, is the preemptions and the
+maintenance event: this test asks the emulator's admin API to preempt the node (the workers'
+containers are killed at once) when the bucket holds a new step, then to simulate a maintenance
+event (the containers restart, their disks stay: the run's process is ended by the shutdown and
+the node comes back READY), from a thread, while the babysit step runs. It reads the bucket from
+this machine through the bucket service's JSON API, as gcloud would read a real one.
 
-* the preemptions and the maintenance event: this test asks the emulator's admin API to preempt
-  the node (the workers' containers are killed at once), then to simulate a maintenance event
-  (the containers restart, their disks stay: the run's process is ended by the shutdown and
-  the node comes back READY), from a thread, while the babysit step runs;
-* the checkpoint's storage: on Google Cloud the checkpoint lives in a bucket that outlives the
-  VMs. The demo's workers have no such storage (a recreated node is new containers), so the test
-  copies the checkpoint file out of the killed container and into the new one before the run is
-  restarted, with its own hands. It copies the killed run's log out too: a preemption takes the
-  log with the disk, and the test checks every step across the three runs. The last two runs'
-  folders, on the node babysit.yml deletes at its end, are copied out as soon as the last run
-  wrote its exit code (the babysitter takes a few seconds more to see it and delete the node).
+For observation only, the test copies each killed run's log out of its container (a preemption
+takes the log with the disk; logs that outlive the node are another matter), and the last two
+runs' folders, on the node babysit.yml deletes at its end, as soon as the last run wrote its exit
+code (the babysitter takes a few seconds more to see it and delete the node).
 
-Checked: the babysit step succeeds; its log on this machine records two recoveries, the run
-found gone after the maintenance event, and three restarts, each with its time; every step is
-printed exactly once across the original run and its three continuations; each continuation's
+Checked: the bucket is mounted after the up step; the babysit step succeeds; its log on this
+machine records two recoveries, the run found gone after the maintenance event, and three
+restarts, each with its time; every step is printed exactly once across the original run and its
+three continuations, and each continuation resumed after the last step its predecessor printed
+(for a preempted run, the step the bucket held once the node was killed); each continuation's
 record names the run it continues; the babysitter logged and reported the node's deletion, the
-emulator has no node left and no worker container or network. Then the status table lists no
-node.
+emulator has no node left and no worker container or network; the bucket holds the checkpoint of
+step 60. Then the status table lists no node, and the bucket service no longer answers.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ import subprocess
 import tarfile
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,7 +57,9 @@ NODE = "sit"
 HOST = f"{NODE}-w0"
 HOME = "/home/tpu"  # the demo's login user is tpu
 RUNS_DIR = f"{HOME}/cloudtpu-runs"
-CKPT = f"{HOME}/train-step.txt"
+BUCKET = "sit-checkpoints"  # as the README's commands name it, mounted at MOUNT
+MOUNT = "/mnt/checkpoints"
+CKPT = "train-step.txt"  # the object train.py's CKPT is, in the bucket
 STEP_COUNT = 60
 PREEMPTIONS = 2
 
@@ -65,6 +74,9 @@ def test_up(journey: Journey) -> None:
     ok(journey.run("up", timeout=900))
     assert journey.node()["state"] == "READY"
     assert journey.worker(0)["state"] == "running"
+    mounted = journey.exec(0, f"findmnt -n -o SOURCE,FSTYPE {MOUNT}", check=False).split()
+    assert len(mounted) == 2 and mounted[0].endswith(f":{BUCKET}"), mounted  # :gcs{...}:BUCKET
+    assert mounted[1] == "fuse.rclone", mounted
 
 
 def test_train(journey: Journey) -> None:
@@ -72,21 +84,7 @@ def test_train(journey: Journey) -> None:
     journey.facts["first_run"] = run_id(run)
 
 
-def _read(container: str, path: str) -> str:
-    """A file of a container, running or killed (docker cp reads a stopped one's disk too)."""
-    done = subprocess.run(
-        ["docker", "cp", f"{container}:{path}", "-"], capture_output=True, check=False
-    )
-    if done.returncode != 0:
-        return ""
-    # docker cp to stdout writes a tar stream of the one file
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
-        member = tar.next()
-        handle = tar.extractfile(member) if member else None
-        return handle.read().decode() if handle else ""
-
-
-def _wait(what: str, check, timeout: float = 600) -> object:
+def _wait(what: str, check, timeout: float = 600, pause: float = 0.5) -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -95,12 +93,29 @@ def _wait(what: str, check, timeout: float = 600) -> object:
             value = None
         if value:
             return value
-        time.sleep(0.5)
+        time.sleep(pause)
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _object(journey: Journey, name: str) -> str | None:
+    """An object of the bucket, read on this machine through the bucket service's JSON API
+    (None when the bucket has no such object)."""
+    service = (journey.demo_dir / "storage-url").read_text(encoding="utf-8").strip()
+    url = f"{service}/storage/v1/b/{BUCKET}/o/{urllib.parse.quote(name, safe='')}?alt=media"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.read().decode()
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise AssertionError(f"the bucket service answered {error.code} for {name}") from error
+    except OSError as error:
+        raise AssertionError(f"the bucket service did not answer: {error}") from error
+
+
 def _step(journey: Journey) -> int:
-    text = journey.exec(0, f"cat {CKPT} 2>/dev/null || echo 0", check=False).strip()
+    """The step of the checkpoint in the bucket (0 before the first)."""
+    text = (_object(journey, CKPT) or "0").strip()
     return int(text) if text.isdigit() else 0
 
 
@@ -118,41 +133,38 @@ def _runs_tar(container: str) -> bytes:
 
 
 def _preempter(journey: Journey, first: str, notes: dict, errors: list) -> None:
-    """Preempt the node twice while the babysitter watches and the run makes progress; keep each
-    killed run's log and carry the checkpoint to the new worker, as a bucket would. After the
-    maintenance event, copy the runs folder out as soon as the last run has its exit code:
-    babysit.yml deletes the node (and its disk) once it sees that code."""
+    """Preempt the node twice while the babysitter watches and the run makes progress, each time
+    as soon as the bucket holds the step waited for (the script prints the step, then works a
+    second on the next one); note the bucket's step once the node is killed and keep the killed
+    run's log. After the maintenance event, copy the runs folder out as soon as the last run has
+    its exit code: babysit.yml deletes the node (and its disk) once it sees that code."""
     log = REPO / ".cache" / "babysit" / f"{first}.log"
     try:
         _wait("the babysitter's log", log.is_file, timeout=600)
         for number in range(PREEMPTIONS):
             old = journey.worker(0)
             floor = _step(journey) + 3 + 5 * number  # a few steps into each run
-            _wait(f"step {floor}", lambda floor=floor: _step(journey) >= floor, timeout=900)
+            _wait(f"step {floor}", lambda f=floor: _step(journey) >= f, timeout=900, pause=0.1)
+            seen = time.monotonic()
             journey.admin(
                 "POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:preempt", body={}
             )
-            step = _read(old["name"], CKPT).strip()
+            killed_after = round(time.monotonic() - seen, 2)
+            step = _step(journey)  # nothing writes the bucket until the run is restarted
             logs = _runs_tar(old["name"])
-            notes.setdefault("killed", []).append({"step": step, "runs_tar": logs})
+            notes.setdefault("killed", []).append(
+                {"step": step, "runs_tar": logs, "killed_after": killed_after}
+            )
 
             def fresh(old_id: str = old["id"]) -> bool:
                 new = journey.worker(0)
                 return new["id"] != old_id and new["state"] == "running"
 
             _wait("the recreated worker", fresh, timeout=900)
-            _wait(
-                "the login user on the new worker",
-                lambda: (
-                    journey.exec(0, f"test -d {HOME} && echo yes", check=False).strip() == "yes"
-                ),
-                timeout=300,
-            )
-            journey.exec(0, f"printf %s {step} > {CKPT} && chown tpu: {CKPT} && chmod 0600 {CKPT}")
         # A maintenance event once the second continuation makes progress: the worker restarts
-        # with its disk (checkpoint and logs stay), the run's process is gone, no exit code.
+        # with its disk and its fstab entry, the run's process is gone, no exit code.
         floor = _step(journey) + 8
-        _wait(f"step {floor}", lambda: _step(journey) >= floor, timeout=900)
+        _wait(f"step {floor}", lambda: _step(journey) >= floor, timeout=900, pause=0.1)
         ended = _newest_run(journey)  # the run the maintenance event ends
         journey.admin(
             "POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:maintenance", body={}
@@ -171,6 +183,12 @@ def _preempter(journey: Journey, first: str, notes: dict, errors: list) -> None:
 
 def _steps_in(text: str) -> list[int]:
     return [int(m) for m in re.findall(r"^step (\d+)$", text, flags=re.MULTILINE)]
+
+
+def _resumed_after(text: str) -> int:
+    found = re.findall(r"^resuming after step (\d+)$", text, flags=re.MULTILINE)
+    assert len(found) == 1, text
+    return int(found[0])
 
 
 def _files_of(runs_tar: bytes) -> dict[str, str]:
@@ -235,9 +253,19 @@ def test_babysit(journey: Journey) -> None:
     assert sorted(logs) == sorted([first, *(new for new, _ in restarts)]), sorted(logs)
     steps = [s for run_id_ in sorted(logs) for s in _steps_in(logs[run_id_])]
     assert steps == list(range(1, STEP_COUNT + 1)), steps
-    resumed = [int(k["step"]) for k in notes["killed"]]
-    for run_id_, after in zip((restarts[0][0], restarts[1][0]), resumed, strict=True):
-        assert f"resuming after step {after}" in logs[run_id_], logs[run_id_]
+    # each continuation resumed, from the bucket, after the last step its predecessor printed;
+    # for a preempted run that is the step the bucket held once the node was killed
+    assert _resumed_after(logs[first]) == 0, logs[first]
+    for new, old in restarts:
+        assert _resumed_after(logs[new]) == _steps_in(logs[old])[-1], (old, logs[old], logs[new])
+    # (the kill lands in the second the script works after a checkpoint: killed_after, the
+    # seconds from seeing the step in the bucket to the node's kill, is well under one)
+    killed = [(k["step"], k["killed_after"]) for k in notes["killed"]]
+    print(f"preempted at (bucket step, seconds from seeing it to the kill): {killed}")
+    reached = [_steps_in(logs[old])[-1] for _, old in restarts[:2]]
+    assert [step for step, _ in killed] == reached, (killed, reached)
+    # the checkpoint outlived both preempted nodes and the deleted one: step 60, in the bucket
+    assert _object(journey, CKPT) == str(STEP_COUNT)
     # the run the maintenance event ended: signalled by the shutdown (its wrapper wrote 143 as
     # it went down, or nothing), taken as gone, not as failed; its continuation ended with 0
     gone = restarts[1][0]
@@ -250,7 +278,12 @@ def test_babysit(journey: Journey) -> None:
 
 
 def test_teardown(journey: Journey) -> None:
-    """babysit.yml deleted the node: the status table lists none, the emulator stops."""
+    """babysit.yml deleted the node: the status table lists none, the emulator and its bucket
+    service stop; the bucket's objects stay in the demo's folder."""
+    service = (journey.demo_dir / "storage-url").read_text(encoding="utf-8").strip()
     run = ok(journey.run("teardown", timeout=600))
     assert "No TPU node and no worker in the inventory" in run.output, run.tail()
     assert not any(journey.leftovers().values()), journey.leftovers()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"{service}/storage/v1/b", timeout=5)
+    assert (journey.demo_dir / "buckets" / BUCKET / CKPT).read_text() == str(STEP_COUNT)

@@ -1,5 +1,6 @@
 """Emulator behaviour the lifecycle modules rely on: node PATCH, multislice queued resources,
-maintenance events; and the Docker backend's readiness probe (no Docker needed here)."""
+maintenance events; and the Docker backend's readiness probe and FUSE device (no Docker needed
+here)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.module_harness import PROJECT, TOKEN, ZONE, Api, serve, state
-from tools.tpu_emulator import Emulator, EmulatorServer
+from tools.tpu_emulator import Emulator, EmulatorServer, docker_backend
 from tools.tpu_emulator.backends import InMemoryBackend, NodeInfo
 from tools.tpu_emulator.docker_backend import DockerBackend, ssh_banner, tpu_vm_hostname
 
@@ -231,3 +232,24 @@ def test_the_startup_script_file_is_root_only_and_empty_without_one(tmp_path, me
     assert path.read_text() == expected
     assert path.stat().st_mode & 0o777 == 0o700
     assert tpu_vm_hostname(node, 3).endswith("-w-3")  # what the pull script reads its number from
+
+
+def test_workers_get_the_fuse_device_only_when_the_host_has_one(tmp_path, monkeypatch) -> None:
+    """A bucket mount needs /dev/fuse in the worker: given when the host has it, never faked."""
+    device = tmp_path / "fuse"
+    assert docker_backend.fuse_run_args(str(device)) == []
+    device.touch()
+    assert docker_backend.fuse_run_args(str(device)) == [
+        "--device", str(device), "--security-opt", "apparmor=unconfined",
+    ]  # fmt: skip
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(docker_backend, "_docker", lambda *args, **_: calls.append(args) or "")
+    monkeypatch.setattr(docker_backend, "fuse_run_args", lambda: ["--device", "/dev/fuse"])
+    backend = object.__new__(DockerBackend)
+    backend.image, backend.emulator_id, backend._nodes = "img", "t", {}
+    backend._lock = threading.Lock()
+    monkeypatch.setattr(backend, "_addresses", lambda node, containers: [])
+    backend.create(NodeInfo("p", "z", "n", "v4-8", 1, False))
+    (create,) = [call for call in calls if call[0] == "create"]
+    assert create[-4:] == ("--device", "/dev/fuse", "img", "/lib/systemd/systemd"), create
+    assert "SYS_ADMIN" in create

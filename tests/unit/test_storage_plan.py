@@ -57,7 +57,7 @@ def test_rclone_entry_for_an_emulator() -> None:
     assert mount["opts"] == (
         "rw,_netdev,nofail,args2env,config=/dev/null,"
         "gcs_endpoint=http://172.17.0.1:9023/storage/v1/,gcs_anonymous=true,uid=1000,gid=1001,"
-        "umask=027,vfs_cache_mode=writes,vfs_cache_max_size=64M,cache_dir=/var/cache/ckpt,"
+        "umask=027,vfs_cache_mode=minimal,vfs_cache_max_size=64M,cache_dir=/var/cache/ckpt,"
         "allow_other,default_permissions"
     )
     assert plan["nfs"] == [

@@ -3,12 +3,14 @@
 Select it with ``python -m tools.tpu_emulator --backend docker``. Creating a node starts one
 container per worker (as many as the accelerator type has hosts) from the worker image
 ``cloudtpu-pod-worker:current`` (``make image``), on a docker network of the node's own, with
-systemd as PID 1 and a TPU-VM-like host name (``t1v-n-<hash>-w-<i>``). The node's ``ssh-keys``
-metadata (``user:key`` lines) is written to ``/etc/cloudtpu/ssh-keys`` before the container boots,
-and the image's ``cloudtpu-accounts`` unit turns it into login users with passwordless sudo, as
-the TPU VM guest agent does. The node's ``startup-script`` metadata, when it has one, is written to
-``/etc/cloudtpu/startup-script`` (root only) and the image's ``cloudtpu-startup`` unit runs it as
-root at every boot, after sshd starts, logging to the journal and /var/log/cloudtpu-startup.log.
+systemd as PID 1, a TPU-VM-like host name (``t1v-n-<hash>-w-<i>``) and the host's /dev/fuse
+when it has one (a bucket mounted over FUSE, as cloudtpu.pod.storage does). The node's
+``ssh-keys`` metadata (``user:key`` lines) is written to ``/etc/cloudtpu/ssh-keys`` before the
+container boots, and the image's ``cloudtpu-accounts`` unit turns it into login users with
+passwordless sudo, as the TPU VM guest agent does. The node's ``startup-script`` metadata, when
+it has one, is written to ``/etc/cloudtpu/startup-script`` (root only) and the image's
+``cloudtpu-startup`` unit runs it as root at every boot, after sshd starts, logging to the
+journal and /var/log/cloudtpu-startup.log.
 Every container resolves ``host.docker.internal`` to the machine running Docker, so a startup
 script can reach services there (a git server, the emulator's API when it listens beyond
 loopback: ``--host 0.0.0.0``). A node is READY once every worker's sshd answers with its banner.
@@ -62,33 +64,28 @@ STARTUP_SCRIPT = "/etc/cloudtpu/startup-script"
 # A worker reaches the machine that runs Docker under this name, as Docker Desktop offers it.
 HOST_ALIAS = "host.docker.internal"
 # The container options systemd needs as PID 1 on hosts where --privileged is refused.
+# fmt: off
 SYSTEMD_RUN_ARGS = [
-    "--cap-add",
-    "SYS_ADMIN",
-    "--tmpfs",
-    "/run",
-    "--tmpfs",
-    "/run/lock",
-    "-v",
-    "/sys/fs/cgroup:/sys/fs/cgroup:ro",
-    "--cgroupns",
-    "host",
+    "--cap-add", "SYS_ADMIN",
+    "--tmpfs", "/run",
+    "--tmpfs", "/run/lock",
+    "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro",
+    "--cgroupns", "host",
     # systemd shuts down cleanly on SIGRTMIN+3; SIGTERM would only make it re-execute.
-    "--stop-signal",
-    "SIGRTMIN+3",
-    "--stop-timeout",
-    "10",
+    "--stop-signal", "SIGRTMIN+3",
+    "--stop-timeout", "10",
     # The pod's shared folder (cloudtpu.pod.nfs exports /srv/nfs/shared by default) lives on
     # a volume, as on a VM's disk: nfs-ganesha cannot export from the container's overlayfs,
     # and it needs DAC_READ_SEARCH to open files by handle.
-    "--cap-add",
-    "DAC_READ_SEARCH",
+    "--cap-add", "DAC_READ_SEARCH",
     # root on a VM may look at every process's open files (tpu-unlock finds TPU holders so).
-    "--cap-add",
-    "SYS_PTRACE",
-    "-v",
-    "/srv/nfs",
+    "--cap-add", "SYS_PTRACE",
+    "-v", "/srv/nfs",
 ]
+# fmt: on
+# A TPU VM mounts buckets over FUSE: a worker gets the host's device when it has one (SYS_ADMIN
+# is above), outside AppArmor's default profile, which refuses every mount where Docker uses it.
+FUSE_DEVICE = "/dev/fuse"
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]")
 
 
@@ -122,6 +119,13 @@ def ssh_banner(address: str, port: int = SSH_PORT, timeout: float = 2.0) -> str:
         return ""
     line = data.split(b"\n", 1)[0].decode("ascii", "replace").strip()
     return line if line.startswith("SSH-") else ""
+
+
+def fuse_run_args(device: str = FUSE_DEVICE) -> list[str]:
+    """The docker options that let a worker mount FUSE; none when the host has no such device."""
+    if not os.path.exists(device):
+        return []
+    return ["--device", device, "--security-opt", "apparmor=unconfined"]
 
 
 def tpu_vm_hostname(node: NodeInfo, worker: int) -> str:
@@ -295,6 +299,7 @@ class DockerBackend(Backend):
                         "--label",
                         f"{WORKER_LABEL}={worker}",
                         *SYSTEMD_RUN_ARGS,
+                        *fuse_run_args(),
                         self.image,
                         "/lib/systemd/systemd",
                     )
