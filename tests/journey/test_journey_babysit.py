@@ -120,9 +120,11 @@ def _step(journey: Journey) -> int:
 
 
 def _newest_run(journey: Journey) -> str:
-    """The newest run folder on worker 0 (run ids sort by their start time)."""
+    """The newest run folder on worker 0 (run ids sort by their start time); '' when none can
+    be listed (the container restarting for the maintenance event answers nothing)."""
     listed = journey.exec(0, f"ls -1 {RUNS_DIR} 2>/dev/null || true", check=False).split()
-    return sorted(name for name in listed if re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{4}", name))[-1]
+    runs = sorted(name for name in listed if re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{4}", name))
+    return runs[-1] if runs else ""
 
 
 def _runs_tar(container: str) -> bytes:
@@ -166,6 +168,7 @@ def _preempter(journey: Journey, first: str, notes: dict, errors: list) -> None:
         floor = _step(journey) + 8
         _wait(f"step {floor}", lambda: _step(journey) >= floor, timeout=900, pause=0.1)
         ended = _newest_run(journey)  # the run the maintenance event ends
+        assert ended, "no run folder on the worker before the maintenance event"
         journey.admin(
             "POST", f"projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:maintenance", body={}
         )
@@ -173,7 +176,7 @@ def _preempter(journey: Journey, first: str, notes: dict, errors: list) -> None:
 
         def last_done() -> bool:
             newest = _newest_run(journey)
-            return newest != ended and journey.exists(0, f"{RUNS_DIR}/{newest}/{HOST}.rc")
+            return newest not in ("", ended) and journey.exists(0, f"{RUNS_DIR}/{newest}/{HOST}.rc")
 
         _wait("the last run's exit code", last_done, timeout=900)
         notes["final_runs_tar"] = _runs_tar(journey.worker(0)["name"])
