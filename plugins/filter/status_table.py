@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.cloudtpu.pod.plugins.filter.status_api_errors import (
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_status import (
     api_refused,
     project_name,
     status_api_errors,
