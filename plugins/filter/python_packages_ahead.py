@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.cloudtpu.pod.plugins.filter.python_source import (
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_python_source import (
     SYSTEM,
     _release,
     python_source,

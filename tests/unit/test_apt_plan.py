@@ -16,7 +16,8 @@ from ansible_collections.cloudtpu.pod.plugins.filter.apt_plan import FilterModul
 from ansible_collections.cloudtpu.pod.plugins.filter.python_packages_ahead import (
     python_packages_ahead,
 )
-from ansible_collections.cloudtpu.pod.plugins.filter.python_source import SYSTEM, python_source
+from ansible_collections.cloudtpu.pod.plugins.filter.python_source import python_source
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_python_source import SYSTEM
 
 REPO = Path(__file__).resolve().parents[2]
 PLANS = {
