@@ -17,9 +17,9 @@ description:
     lookup, so that a run whose node was recreated before the run was started again is not lost
     (filter C(cloudtpu.pod.babysit_pick)).
   - Returns the records of the folder given as the first term, each a dict. A folder that does
-    not exist has none. Only regular files of this user, with mode 0600 or stricter, read
-    without following a symbolic link, are read; any other file (a link, another user's, a
-    file that is not a JSON object) is left out with a warning.
+    not exist has none. Only regular files of this user that no other user may write, read
+    without following a symbolic link, are read (the check of the recovery journal); any other
+    file (a link, another user's, a file that is not a JSON object) is left out with a warning.
 options:
   _terms:
     description: The log folder (absolute, as C(cloudtpu.pod.babysit_options) gives it).
@@ -41,12 +41,12 @@ _raw:
 
 import json
 import os
-import stat
 from typing import Any
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import private_problem
 
 display = Display()
 
@@ -69,12 +69,9 @@ def kept_records(folder: str) -> tuple[list[dict[str, Any]], list[str]]:
             warnings.append(f"{path} left out: {error.strerror}")
             continue
         with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-                warnings.append(f"{path} left out: not a regular file of this user")
-                continue
-            if info.st_mode & 0o077:
-                warnings.append(f"{path} left out: others may read or write it (mode 0600 only)")
+            problem = private_problem(path, os.fstat(handle.fileno()), "file")
+            if problem:
+                warnings.append(f"{path} left out: {problem}")
                 continue
             try:
                 record = json.loads(handle.read(1 << 20).decode("utf-8"))

@@ -31,7 +31,6 @@ import contextlib
 import fcntl
 import json
 import os
-import stat
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -46,6 +45,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
     STATE_DIR_ENV,
     local_path,
     local_path_problem,
+    private_problem,
     state_dir,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import reveal
@@ -67,20 +67,6 @@ def journal_path(project: str, zone: str, folder: str | None = None) -> str:
         if problem:
             raise JournalError(problem)
     return os.path.join(local_path(folder or state_dir()), f"journal-{project}-{zone}.json")
-
-
-def _unsafe(path: str, info: os.stat_result, kind: str) -> str:
-    """Why the folder or file at ``path`` (its lstat ``info``) is not the user's private one."""
-    if stat.S_ISLNK(info.st_mode):
-        return f"{path} is a symbolic link (to {os.readlink(path)})"
-    wanted = stat.S_ISDIR if kind == "folder" else stat.S_ISREG
-    if not wanted(info.st_mode):
-        return f"{path} is not a {kind}"
-    if info.st_uid != os.geteuid():
-        return f"{path} belongs to another user (uid {info.st_uid})"
-    if info.st_mode & 0o022:
-        return f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o})"
-    return ""
 
 
 def _refuse(reason: str) -> JournalError:
@@ -107,7 +93,7 @@ def _check_folder(folder: str, make: bool) -> bool:
             pass  # made meanwhile by another run: checked below as any other
         except OSError as exc:
             raise _refuse(f"{path} cannot be made ({exc.strerror})") from None
-    reason = _unsafe(path, os.lstat(path), "folder")
+    reason = private_problem(path, os.lstat(path), "folder")
     if reason:
         raise _refuse(reason)
     return True
@@ -116,7 +102,7 @@ def _check_folder(folder: str, make: bool) -> bool:
 def _load(path: str) -> dict[str, Any]:
     if not os.path.lexists(path):
         return {"version": VERSION, "nodes": {}}
-    reason = _unsafe(path, os.lstat(path), "file")
+    reason = private_problem(path, os.lstat(path), "file")
     if reason:
         raise _refuse(reason)
     try:

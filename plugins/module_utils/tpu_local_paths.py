@@ -18,6 +18,7 @@ only the links in what was written count.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from typing import Any
 
@@ -106,4 +107,19 @@ def local_path_problem(value: Any, name: str, kind: str = "folder") -> str:
         return problem(f"no such folder on this machine (looked at {path})")
     if kind == "new folder" and os.path.lexists(path) and not os.path.isdir(path):
         return problem(f"{path} is not a folder")
+    return ""
+
+
+def private_problem(path: str, info: os.stat_result, kind: str) -> str:
+    """Why the folder or file at ``path`` (its lstat or fstat ``info``) is not the user's own:
+    a symbolic link, another kind, another owner, writable by others; ``''`` when it is."""
+    if stat.S_ISLNK(info.st_mode):
+        return f"{path} is a symbolic link (to {os.readlink(path)})"
+    wanted = stat.S_ISDIR if kind == "folder" else stat.S_ISREG
+    if not wanted(info.st_mode):
+        return f"{path} is not a {kind}"
+    if info.st_uid != os.geteuid():
+        return f"{path} belongs to another user (uid {info.st_uid})"
+    if info.st_mode & 0o022:
+        return f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o})"
     return ""

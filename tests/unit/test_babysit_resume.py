@@ -1,5 +1,6 @@
 """babysit.yml goes on from the record it keeps on this machine: the filter babysit_pick with
-kept records, and the lookup babysit_kept that reads them (only the user's own 0600 files)."""
+kept records, and the lookup babysit_kept that reads them (only the user's own files, which no
+one else may write)."""
 
 from __future__ import annotations
 
@@ -94,10 +95,10 @@ def write(folder: Path, name: str, content: str, mode: int = 0o600) -> Path:
     return path
 
 
-def test_the_lookup_reads_only_the_users_private_json_files(tmp_path: Path):
+def test_the_lookup_reads_only_the_users_json_files_that_no_one_else_may_write(tmp_path: Path):
     write(tmp_path, "a.json", json.dumps(kept(NEW)))
     write(tmp_path, "a.log", "not a record\n")
-    write(tmp_path, "open.json", json.dumps(kept(OLD)), mode=0o644)
+    write(tmp_path, "open.json", json.dumps(kept(OLD)), mode=0o666)
     write(tmp_path, "list.json", "[1, 2]")
     write(tmp_path, "broken.json", "{")
     outside = write(tmp_path, "outside.txt", json.dumps(kept(NEWER)))
