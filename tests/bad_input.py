@@ -10,14 +10,13 @@ what is allowed. The results are read from the ansible.posix.json callback, per 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests import role_runner
+from tests import forked_cli, role_runner
 
 # Words every refusal uses to say what would be accepted.
 # (an argument spec says "unable to convert to int" or "must be one of"; a refusal that
@@ -111,15 +110,7 @@ def run_hosts(
         cmd = [str(role_runner.BIN / "ansible-playbook"), "-i", str(inventory), str(playbook)]
         if check:
             cmd.append("--check")
-        done = subprocess.run(
-            cmd,
-            cwd=role_runner.REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
+        done = forked_cli.run(cmd, cwd=role_runner.REPO, env=env, timeout=900)
     output = done.stdout + done.stderr
     start = done.stdout.find("{")
     report = json.loads(done.stdout[start:]) if start >= 0 else {"plays": []}
@@ -167,3 +158,61 @@ def problems_of(
     if not any(word in refusal.message for word in ALLOWED_WORDS):
         found.append("the message does not say what is allowed")
     return [f"{case.case_id}: {p}: {refusal.message[:400]}" for p in found]
+
+
+# Paths no role may take for its own: system folders, and one that climbs into one.
+SYSTEM_PATHS = ["/", "/etc", "/usr", "/tmp", "/root", "/home", "/usr/lib/x", "/var/../etc"]
+
+
+def c(case_id: str, variables: dict, names: str, shows: str, **extra) -> Case:
+    """A case of several variables: the message names ``names`` and shows ``shows``."""
+    return Case(case_id, variables, names, shows, **extra)
+
+
+def v(case_id: str, name: str, value: object, shows: str | None = None, **extra) -> Case:
+    """A case of one bad variable; the message shows the value as str() gives it by default."""
+    return Case(case_id, {name: value}, name, str(value) if shows is None else shows, **extra)
+
+
+# role: (cases, variables every case starts from, the task files that may refuse)
+RoleTable = dict[str, tuple[list[Case], dict[str, Any], tuple[str, ...]]]
+
+
+def table_cases(table: RoleTable) -> list[tuple[str, Case]]:
+    """(role, case) for every case of the table, role by role."""
+    return [(role, case) for role, (cases, _, _) in table.items() for case in cases]
+
+
+def case_ids(cases: list[tuple[str, Case]]) -> list[str]:
+    """The test id of each (role, case): ``role/case id``."""
+    return [f"{role}/{case.case_id}" for role, case in cases]
+
+
+def assert_big_enough(cases: list[tuple[str, Case]], minimum: int) -> None:
+    """A table keeps at least ``minimum`` cases, none of them twice."""
+    ids = case_ids(cases)
+    assert len(ids) >= minimum, len(ids)
+    assert len(ids) == len(set(ids)), "case ids repeat"
+
+
+class RoleRuns(dict):
+    """The refusals per role of ``table``; a role runs once, over all its cases, when first
+    asked for (gathering facts first for the roles in ``facts``, whose checks read them)."""
+
+    def __init__(self, table: RoleTable, facts: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.table = table
+        self.facts = facts
+
+    def __missing__(self, role: str) -> dict[str, Refusal]:
+        cases, common, _ = self.table[role]
+        for case in cases:
+            # each case its own one-worker node, so no two cases form a pod
+            case.hostvars = {**common, "tpu_node": case.case_id}
+        self[role], _ = run_cases(role, cases, facts=role in self.facts)
+        return self[role]
+
+    def assert_refused(self, role: str, case: Case) -> None:
+        """``role`` refused ``case`` properly in its run (see :func:`problems_of`)."""
+        problems = problems_of(role, case, self[role][case.case_id], files=self.table[role][2])
+        assert not problems, "\n".join(problems)

@@ -2,7 +2,8 @@
 
 ``run_module`` calls a module's ``main()`` with patched arguments (the real argument spec, check
 mode and diff mode included) and returns what it would have returned to Ansible. ``Api`` wraps an
-emulator served on a free local port and tells which API calls were made.
+emulator served on a free local port and tells which API calls were made. ``inventory_source``
+and ``parse_inventory`` point the tpu_vm inventory plugin at it.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import yaml
+from ansible.inventory.data import InventoryData
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
-from ansible.plugins.loader import init_plugin_loader
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader, inventory_loader
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 from tools.tpu_emulator import Emulator, EmulatorServer
@@ -157,3 +161,26 @@ def serve(initial: dict[str, Any] | None = None, operation_delay: float = 0.05) 
         yield Api(server)
     finally:
         server.stop()
+
+
+def inventory_source(folder: Path, base_url: str, **extra: Any) -> Path:
+    """A tpu_vm inventory source in ``folder`` for project ``demo`` at ``base_url``."""
+    config = {
+        "plugin": "cloudtpu.pod.tpu_vm",
+        "projects": [PROJECT],
+        "base_url": base_url,
+        "auth_kind": "accesstoken",
+        "access_token": TOKEN,
+        "retries": 1,
+        **extra,
+    }
+    path = folder / "trust.tpu_vm.yml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def parse_inventory(path: Path) -> InventoryData:
+    """The hosts and groups the tpu_vm plugin makes of the source ``path`` (no cache)."""
+    data = InventoryData()
+    inventory_loader.get("cloudtpu.pod.tpu_vm").parse(data, DataLoader(), str(path), cache=False)
+    return data

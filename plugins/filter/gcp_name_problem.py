@@ -1,12 +1,12 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The Google Cloud project and zone check of module_utils/tpu_checks.py as a filter."""
+"""The Google Cloud project and zone check of module_utils/tpu_name_checks.py as a filter."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import gcp_name_problem
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_name_checks import gcp_name_problem
 
 DOCUMENTATION = r"""
 name: gcp_name_problem

@@ -10,9 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.cloudtpu.pod.plugins.filter.run_environment import run_environment
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     boolean_problem,
     number_problem,
@@ -25,6 +23,10 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import (
     as_data,
     secret_names,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_environment import (
+    RunEnvironmentError,
+    run_environment,
 )
 
 DOCUMENTATION = r"""
@@ -194,8 +196,8 @@ def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
         result["env_names"] = secret_names(
             run_environment(raw.get("env"), None, raw.get("megascale_port"))
         )
-    except AnsibleFilterError as exc:
-        errors.append(str(exc.message))
+    except RunEnvironmentError as exc:
+        errors.append(str(exc))
         result["env_names"] = []
 
     script_name = posixpath.basename(script_path) if script_path else ""

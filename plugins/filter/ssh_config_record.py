@@ -1,18 +1,19 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
 """The record of playbooks/ssh_config.yml after it wrote some files (its shape:
-ssh_config_targets.py)."""
+module_utils/tpu_ssh_config_record.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.cloudtpu.pod.plugins.filter.ssh_config_targets import (
-    _entry,
-    _files,
-    _records,
-    _text,
+from ansible.errors import AnsibleFilterError
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_ssh_config_record import (
+    RecordError,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_ssh_config_record import (
+    ssh_config_record as record,
 )
 
 DOCUMENTATION = r"""
@@ -61,14 +62,10 @@ def ssh_config_record(
 ) -> dict[str, Any]:
     """The record with the written files added or replaced under name (see DOCUMENTATION);
     other names are kept as they are."""
-    result = _records(records)
-    files = _files(result.get(name))
-    for options in written or []:
-        file = _text(options.get("path"))
-        if file:
-            files[file] = _entry(file, options)
-    result[name] = {"files": files}
-    return result
+    try:
+        return record(records, name, written)
+    except RecordError as exc:
+        raise AnsibleFilterError(str(exc)) from exc.__cause__
 
 
 class FilterModule:

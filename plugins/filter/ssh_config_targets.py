@@ -1,21 +1,19 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The SSH config files playbooks/ssh_config.yml writes, with the options of each.
-
-The record of the files written is a JSON object ``{name: {"files": {path: options}}}``, where
-options are ``path``, ``user``, ``identity_file``, ``proxy_jump`` and ``port`` (text, '' for the
-default) and ``forwards`` (the port forwards to worker 0 as given, a list; [] for none, also when a
-record predates them). The earlier shape, one file per name (``{name: options}``), is still read.
-"""
+"""The SSH config files playbooks/ssh_config.yml writes, with the options of each (the record's
+shape: module_utils/tpu_ssh_config_record.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_ssh_config_record import (
+    RecordError,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_ssh_config_record import (
+    ssh_config_targets as targets,
+)
 
 DOCUMENTATION = r"""
 name: ssh_config_targets
@@ -79,83 +77,14 @@ _value:
   elements: dict
 """
 
-OPTIONS = ("user", "identity_file", "proxy_jump", "port")
-# Not text: the port forwards to worker 0, as given (a list once checked).
-FORWARDS = "forwards"
 
-
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
-
-
-def _records(records: Any) -> dict[str, Any]:
-    """The record as a dict: from its JSON text ('' or None for none) or a dict."""
-    if records is None or (isinstance(records, str) and not records.strip()):
-        return {}
-    if isinstance(records, str):
-        try:
-            records = json.loads(records)
-        except ValueError as exc:
-            raise AnsibleFilterError(
-                f"The record of written SSH config files (tpu_ssh_config_record) is not JSON: {exc}"
-            ) from exc
-    if not isinstance(records, Mapping):
-        raise AnsibleFilterError(
-            "The record of written SSH config files (tpu_ssh_config_record) must be a JSON object,"
-            f" not {type(records).__name__}."
-        )
-    return dict(records)
-
-
-def _entry(path: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    forwards = options.get(FORWARDS)
-    return {
-        "path": path,
-        **{key: _text(options.get(key)) for key in OPTIONS},
-        FORWARDS: [] if forwards is None or forwards == "" else forwards,
-    }
-
-
-def _files(block: Any) -> dict[str, dict[str, Any]]:
-    """The files of one block name, {path: options}, from the old or the new shape."""
-    if not isinstance(block, Mapping):
-        return {}
-    if isinstance(block.get("path"), str):  # old shape: the one file written last
-        return {block["path"]: _entry(block["path"], block)} if block["path"] else {}
-    files = block.get("files")
-    if not isinstance(files, Mapping):
-        return {}
-    return {
-        str(path): _entry(str(path), options)
-        for path, options in files.items()
-        if path and isinstance(options, Mapping)
-    }
-
-
-def ssh_config_targets(
-    records: Any,
-    name: str,
-    refresh: Any = False,
-    path: Any = None,
-    refresh_path: Any = None,
-    default_path: str = "",
-    explicit: Mapping[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """The files to write and the options of each (see DOCUMENTATION)."""
-    explicit = {key: value for key, value in (explicit or {}).items() if value is not None}
-    given: dict[str, Any] = {key: _text(explicit[key]) for key in OPTIONS if key in explicit}
-    if FORWARDS in explicit:
-        given[FORWARDS] = explicit[FORWARDS]
-    # An explicit path (even an empty one, which the play then refuses) is the one file.
-    chosen = None if path is None else os.path.expanduser(_text(path))
-    if not refresh:
-        return [_entry(default_path if chosen is None else chosen, given)]
-    files = _files(_records(records).get(name))
-    if chosen is None and refresh_path:
-        chosen = os.path.expanduser(_text(refresh_path))
-    if chosen is not None:
-        return [_entry(chosen, {**files.get(chosen, {}), **given})]
-    return [_entry(file, {**options, **given}) for file, options in files.items()]
+def ssh_config_targets(records: Any, name: str, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    """The files to write and the options of each (see DOCUMENTATION; the arguments after
+    ``name`` are those of module_utils' ssh_config_targets, in its order)."""
+    try:
+        return targets(records, name, *args, **kwargs)
+    except RecordError as exc:
+        raise AnsibleFilterError(str(exc)) from exc.__cause__
 
 
 class FilterModule:

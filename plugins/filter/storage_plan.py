@@ -12,10 +12,10 @@ from typing import Any
 from ansible.module_utils.parsing.convert_bool import BOOLEANS, boolean
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     _shown,
-    bucket_problem,
     number_problem,
     path_problem,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_name_checks import bucket_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_network_checks import host_problem
 
 DOCUMENTATION = r"""

@@ -1,13 +1,13 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Files on a worker that sync.yml removes with tpu_sync_delete=true."""
+"""Files on a worker that sync.yml removes with tpu_sync_delete=true
+(module_utils/tpu_sync_files.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from ansible_collections.cloudtpu.pod.plugins.filter.sync_files import load_ignore
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_sync_files import sync_stale
 
 DOCUMENTATION = r"""
 name: sync_stale
@@ -50,22 +50,6 @@ _value:
   type: list
   elements: str
 """
-
-
-def sync_stale(remote: Iterable[str], src: str, files: Iterable[str]) -> list[str]:
-    """Remote files the folder lost, leaving ignored ones and .git alone."""
-    keep = set(files)
-    ignore = load_ignore(src)
-    stale = []
-    for path in remote:
-        path = str(path).strip()
-        path = path[2:] if path.startswith("./") else path
-        if not path or path in keep or ".." in path.split("/"):
-            continue
-        if ignore.ignored(path):
-            continue
-        stale.append(path)
-    return sorted(set(stale))
 
 
 class FilterModule:

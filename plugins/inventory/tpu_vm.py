@@ -247,26 +247,16 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_inventory_checks 
     config_problems,
 )
 
-# The hosts, groups and variables of the inventory are pure functions of the API's JSON, in
-# module_utils/tpu_inventory_hosts.py; the names stay importable from here too.
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_inventory_hosts import (  # noqa: F401  # pylint: disable=unused-import
-    HOSTNAME_FIELDS,
-    NODE_FIELDS,
+# The hosts, groups and variables of the inventory and the data it caches are pure functions of
+# the API's JSON, in module_utils/tpu_inventory_hosts.py; this plugin reads the source, calls
+# the API and fills Ansible's inventory.
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_inventory_hosts import (
+    api_warnings,
     build_hosts,
-    check_hostname_template,
-    group_name,
-    multislice_jobs,
-    node_hosts,
-    node_matches,
-    parse_node_name,
-    queued_resource_id,
-    slim_node,
+    cache_matches,
+    fetched_data,
+    source_query,
 )
-
-CACHE_VERSION = 3
-
-
-# -- the plugin ----------------------------------------------------------------------------------
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -301,26 +291,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def fetch(self, projects: Iterable[str], zones: Sequence[str]) -> dict[str, Any]:
         """Read the nodes of every project from the API: the only method that does I/O."""
         client = self._client()
-        result: dict[str, Any] = {"version": CACHE_VERSION, "projects": {}}
-        for project in projects:
-            nodes, warnings = client.collect_nodes(
-                project, zones or None, self.get_option("page_size")
-            )
-            result["projects"][project] = {
-                "nodes": [slim_node(node) for node in nodes],
-                "warnings": warnings,
-            }
-        return result
+        page_size = self.get_option("page_size")
+        return fetched_data(
+            projects, lambda project: client.collect_nodes(project, zones or None, page_size)
+        )
 
     def populate(self, data: Mapping[str, Any], cached: bool = False) -> None:
         """Add hosts, groups and variables for fetched (or cached) API data."""
-        api_warnings = [
-            warning
-            for _project, result in sorted((data.get("projects") or {}).items())
-            for warning in result.get("warnings") or []
-        ]
-        for warning in api_warnings:
-            self.display.warning(f"(cached result) {warning}" if cached else warning)
+        for warning in api_warnings(data, cached):
+            self.display.warning(warning)
         try:
             hosts, warnings = build_hosts(
                 data,
@@ -367,15 +346,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if problems:
             raise AnsibleParserError(f"tpu_vm inventory {path}: " + " ".join(problems))
 
-        projects = [p for p in (self.get_option("projects") or []) if p]
-        if not projects:
-            raise AnsibleParserError(
-                f"tpu_vm inventory {path}: no project given; set 'projects' in the file or the "
-                "CLOUDTPU_PROJECT environment variable (comma-separated project IDs)"
-            )
-        zones = [z for z in (self.get_option("zones") or []) if z]
-
-        query = {"projects": projects, "zones": zones, "base_url": self.get_option("base_url")}
+        try:
+            query = source_query(*(self.get_option(k) for k in ("projects", "zones", "base_url")))
+        except ValueError as exc:
+            raise AnsibleParserError(f"tpu_vm inventory {path}: {exc}") from None
         cache_key = self.get_cache_key(path)
         use_cache = self.get_option("cache") and cache
         update_cache = self.get_option("cache") and not cache
@@ -385,25 +359,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 data = self._cache[cache_key]
             except KeyError:
                 update_cache = True
-            if data is not None and not self._cache_matches(data, query):
+            if data is not None and not cache_matches(data, query):
                 data = None
                 update_cache = True
         cached = data is not None
         if data is None:
             try:
-                data = self.fetch(projects, zones)
+                data = self.fetch(query["projects"], query["zones"])
             except TpuApiError as exc:
                 raise AnsibleError(f"tpu_vm inventory {path}: {exc}") from None
             data["query"] = query
         if update_cache:
             self._cache[cache_key] = data
         self.populate(data, cached=cached)
-
-    @staticmethod
-    def _cache_matches(data: Any, query: Mapping[str, Any]) -> bool:
-        """A cache entry is used only if it answers the same question (projects, zones, URL)."""
-        return (
-            isinstance(data, Mapping)
-            and data.get("version") == CACHE_VERSION
-            and data.get("query") == dict(query)
-        )

@@ -14,13 +14,13 @@ the value given and what is allowed, ready for an ``assert``'s ``fail_msg`` or `
 * :func:`number_problem`: a number (or an int-like string, as ``-e`` gives) within bounds.
 * :func:`boolean_problem`: true or false as Ansible's ``bool`` reads them (``yes``, ``off``,
   ``1``... as ``-e`` gives them).
-* :func:`gcp_name_problem`: a Google Cloud project ID or zone, or a list of them.
-* :func:`bucket_problem`: a Cloud Storage bucket name as Google's naming rules allow it.
 * :data:`OPTION_LIMITS` and :func:`option_problems`: the bounds of the numeric options every TPU
   module and the inventory plugin take (timeouts, poll intervals, retries), in one table.
 
 The network checks (CIDR lists, single addresses) are in ``tpu_network_checks``; the checks of
-an inventory source file (keys, states, host name template) are in ``tpu_inventory_checks``.
+Google Cloud names (project IDs, zones, node IDs, bucket names) in ``tpu_name_checks``; the
+checks of an inventory source file (keys, states, host name template) in
+``tpu_inventory_checks``.
 
 A path (here and in ``tpu_local_paths``) is refused when it holds a character that is not what
 it looks like: a control character (a line break, an escape...) or a Unicode bidirectional
@@ -322,76 +322,6 @@ def boolean_problem(value: Any, name: str) -> str:
         boolean(value, strict=True)
     except TypeError:
         return f"{name} is {_shown(value)}: not true or false; allowed: {BOOLEANS_ALLOWED}."
-    return ""
-
-
-# Google Cloud names, as the TPU API takes them in its paths: (pattern, what it is, more words).
-GCP_NAMES = {
-    "project": (
-        re.compile(r"[a-z][-a-z0-9]{4,28}[a-z0-9]"),
-        "a project ID",
-        "such as my-project (6 to 30 lowercase letters, digits and hyphens, starting with a "
-        "letter, not ending with a hyphen)",
-    ),
-    "zone": (re.compile(r"[a-z]+-[a-z]+[0-9]+-[a-z]"), "a zone", "such as us-central2-b"),
-    "node": (
-        re.compile(r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"),
-        "a node ID",
-        "of 1 to 63 lowercase letters, digits and hyphens, starting with a letter and not "
-        "ending with a hyphen",
-    ),
-}
-
-
-def gcp_name_problem(value: Any, name: str, kind: str = "project", many: bool = False) -> str:
-    """Why ``value`` is not a project ID (``kind`` project) or a zone (``kind`` zone) for
-    ``name``; ``''`` when it is. With ``many``, a list of them or a comma-separated string (as
-    ``-e`` gives), which may be empty."""
-    pattern, what, more = GCP_NAMES[kind]
-    allowed = f"a list (or comma-separated string) of {kind}s, each {what} {more}"
-    if not many:
-        allowed, items = f"{what} {more}", [value]
-    elif isinstance(value, str):
-        items = [item.strip() for item in value.split(",") if item.strip()]
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
-        return f"{name} is {_shown(value)}: not a list; allowed: {allowed}."
-    for item in items:
-        if not isinstance(item, str) or not pattern.fullmatch(item):
-            which = f"{_shown(item)} is not {what}" if many else f"not {what}"
-            return f"{name} is {_shown(value)}: {which}; allowed: {allowed}."
-    return ""
-
-
-# Cloud Storage bucket names (Google's naming rules): 3 to 63 characters of lowercase letters,
-# digits, '-', '_' and '.', starting and ending with a letter or digit; with dots, up to 222
-# characters in dot-separated parts of at most 63 each. Never an IP address in dotted-decimal
-# form, never starting with "goog", never holding "google" or a look-alike of it.
-_BUCKET = re.compile(r"[a-z0-9](?:[a-z0-9_.-]*[a-z0-9])?")
-_BUCKET_GOOGLE = re.compile(r"g[o0]{2}g[l1]e")
-BUCKET_ALLOWED = (
-    "a bucket name without gs:// (3 to 63 lowercase letters, digits, '-', '_' and '.', starting"
-    " and ending with a letter or digit; up to 222 with dots, each dot-separated part at most 63;"
-    " not an IP address, not starting with goog, not holding google)"
-)
-
-
-def bucket_problem(value: Any, name: str) -> str:
-    """Why ``value`` is not a Cloud Storage bucket name for ``name``; ``''`` when it is."""
-
-    def problem(reason: str) -> str:
-        return f"{name} is {_shown(value)}: {reason}; allowed: {BUCKET_ALLOWED}."
-
-    if not isinstance(value, str) or not _BUCKET.fullmatch(value):
-        return problem("not a bucket name")
-    longest = 222 if "." in value else 63
-    if not 3 <= len(value) <= longest or max(len(part) for part in value.split(".")) > 63:
-        return problem("too short or too long")
-    if "." in value and (".." in value or re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){3}", value)):
-        return problem("an IP address or an empty dot-separated part")
-    if value.startswith("goog") or _BUCKET_GOOGLE.search(value):
-        return problem("Google refuses names that start with goog or hold google")
     return ""
 
 

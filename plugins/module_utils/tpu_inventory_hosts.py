@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """The hosts of the tpu_vm inventory, as pure functions: API JSON in, hosts, groups and variables
 out. :func:`build_hosts` turns what the plugin fetched (or cached) into one ``(host name, host
-variables, groups)`` per worker; :func:`slim_node` is what the cache keeps of a node.
+variables, groups)`` per worker; :func:`slim_node` is what the cache keeps of a node,
+:func:`fetched_data` the shape of what it keeps, :func:`cache_matches` whether an entry answers
+a source's question (:func:`source_query`).
 """
 
 from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
@@ -90,6 +92,60 @@ def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
         endpoints.append(entry)
     slim["networkEndpoints"] = endpoints
     return slim
+
+
+# What the plugin fetches and caches: {"version", "projects": {project: {"nodes", "warnings"}},
+# "query"}; a cache entry of another version or for another question is not used.
+CACHE_VERSION = 3
+NO_PROJECT = (
+    "no project given; set 'projects' in the file or the CLOUDTPU_PROJECT environment variable "
+    "(comma-separated project IDs)"
+)
+
+
+def source_query(projects: Any, zones: Any, base_url: Any) -> dict[str, Any]:
+    """What a source asks the API: its projects and zones (empty entries left out) and the URL.
+    Raises ValueError when it names no project."""
+    query = {
+        "projects": [p for p in (projects or []) if p],
+        "zones": [z for z in (zones or []) if z],
+        "base_url": base_url,
+    }
+    if not query["projects"]:
+        raise ValueError(NO_PROJECT)
+    return query
+
+
+def fetched_data(
+    projects: Iterable[str], collect: Callable[[str], tuple[Sequence[Any], Sequence[str]]]
+) -> dict[str, Any]:
+    """The data to cache: ``collect(project)`` gives a project's nodes and the API's warnings."""
+    result: dict[str, Any] = {"version": CACHE_VERSION, "projects": {}}
+    for project in projects:
+        nodes, warnings = collect(project)
+        result["projects"][project] = {
+            "nodes": [slim_node(node) for node in nodes],
+            "warnings": warnings,
+        }
+    return result
+
+
+def api_warnings(data: Mapping[str, Any], cached: bool = False) -> list[str]:
+    """The API's warnings in fetched (or, marked so, cached) data, project by project."""
+    return [
+        f"(cached result) {warning}" if cached else warning
+        for _project, result in sorted((data.get("projects") or {}).items())
+        for warning in result.get("warnings") or []
+    ]
+
+
+def cache_matches(data: Any, query: Mapping[str, Any]) -> bool:
+    """A cache entry is used only if it answers the same question (projects, zones, URL)."""
+    return (
+        isinstance(data, Mapping)
+        and data.get("version") == CACHE_VERSION
+        and data.get("query") == dict(query)
+    )
 
 
 def _same(value: Any) -> Any:
@@ -234,7 +290,7 @@ def build_hosts(
     use_internal_ip: bool = False,
     wrap: Callable[[Any], Any] = _same,
 ) -> tuple[list[tuple[str, dict[str, Any], list[str]]], list[str]]:
-    """All hosts of a fetched result (see InventoryModule.fetch), and warnings.
+    """All hosts of a fetched result (see :func:`fetched_data`), and warnings.
 
     Raises ValueError when two workers would get the same host name.
     """

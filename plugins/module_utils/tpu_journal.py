@@ -36,10 +36,6 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
-    GCP_NAMES,
-    gcp_name_problem,
-)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import (
     DEFAULT_STATE_DIR,
     STATE_DIR_ENV,
@@ -47,6 +43,10 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
     local_path_problem,
     private_problem,
     state_dir,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_name_checks import (
+    GCP_NAMES,
+    gcp_name_problem,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import reveal
 

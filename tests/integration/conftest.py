@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from tests.bad_input import RoleRuns
 from tools.tpu_emulator.testing import REPO, TOKEN, EmulatorProcess, admin
 
 # The toolchain that runs the tests: .venv, or .venv-next under `make test-next`.
@@ -133,3 +135,10 @@ def start_emulator(state: dict[str, Any], tmp_dir: Path) -> Iterator[Emulator]:
         yield Emulator(process)
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="module")
+def refusals(request: pytest.FixtureRequest) -> RoleRuns:
+    """The refusals of the test module's TABLE of bad role inputs, role by role as the tests ask
+    (tests/bad_input.py; the roles in its FACTS gather facts first)."""
+    return RoleRuns(request.module.TABLE, getattr(request.module, "FACTS", ()))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests import forked_cli
 from tests.integration.lifecycle_support import (
     BIN,
     PROJECT,
@@ -67,9 +68,7 @@ class Pod:
             *args,
         ]
         started = time.monotonic()
-        done = subprocess.run(
-            cmd, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=600, check=False
-        )
+        done = forked_cli.run(cmd, cwd=cwd, env=self.env, timeout=600)
         return Run(cmd, done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
     def shell(self, command: str, host: str = "") -> dict[str, str]:

@@ -1,11 +1,14 @@
 """Shared pieces of the lifecycle tests: the emulator CLI as a subprocess (either backend),
-ansible-* runs from the repository with a clean environment, and reading their output."""
+ansible-* runs from the repository with a clean environment, reading their output, and a local
+port and a GET for tests that go through an SSH tunnel."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +16,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests import forked_cli
 
 REPO = Path(__file__).resolve().parents[2]
 # The toolchain that runs the tests: .venv, or .venv-next under `make test-next`.
@@ -159,9 +164,7 @@ class Run:
 
 def run(args: list[str], env: dict[str, str], timeout: float = 600) -> Run:
     started = time.monotonic()
-    done = subprocess.run(
-        args, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    done = forked_cli.run(args, cwd=REPO, env=env, timeout=timeout)
     return Run(args, done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
 
@@ -202,3 +205,42 @@ def status_lines(result: Run) -> str:
         for line in shown.splitlines()
         if line.strip().startswith('"') and not line.strip().startswith('"msg"')
     )
+
+
+def step(name: str, result: Run) -> Run:
+    """Print how long a step took and how it ended (pytest -s shows it); returns the result."""
+    print(f"[{result.seconds:6.1f} s] {name}: rc={result.returncode}")
+    return result
+
+
+def unchanged(result: Run) -> None:
+    """Assert that the run changed nothing on any host."""
+    recap = result.recap()
+    assert recap, result.tail()
+    assert all(c["changed"] == 0 for c in recap.values()), recap
+
+
+def free_port() -> int:
+    """A local port nothing listens on, below the kernel's range for outgoing connections (so
+    that it stays free for the rest of the module)."""
+    for port in random.sample(range(20000, 30000), 50):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free local port in 20000-29999")
+
+
+def get_through(tunnel: subprocess.Popen[str], url: str, seconds: float) -> str:
+    """The body at url, retried while the tunnel runs until it answers or seconds have passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return response.read().decode()
+        except OSError:
+            if tunnel.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)

@@ -1,21 +1,32 @@
-"""The bad-input table of the roles: every case refused before anything changes.
+"""The bad-input table of the roles that install the worker's software: apt (the shared step on
+its own), base, python, framework, tcmalloc and libtpu; every case refused before anything
+changes. The roles that serve or reach the network (remote_shell, nfs, storage) are
+test_bad_input_roles_network.py.
 
 One ansible-playbook run per role (tests/bad_input.py): each case is its own inventory host on
 the control machine, with the bad variables as host variables, and the role runs in check mode
-over all of them. Every host must fail in the role's argument spec or preflight.yml (nfs: or the
-pod lookup right after it, before the server tasks), with no task changed before, and the
-message must name the variable, show the value and say what is allowed. Check mode is the
-mode these runs use, so "--check fails in preflight too" is what is tested here.
+over all of them. Every host must fail in the role's argument spec or preflight.yml, with no
+task changed before, and the message must name the variable, show the value and say what is
+allowed. Check mode is the mode these runs use, so "--check fails in preflight too" is what is
+tested here.
 """
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
-from tests.bad_input import Case, Refusal, problems_of, run_cases
+from tests.bad_input import (
+    SYSTEM_PATHS,
+    Case,
+    RoleRuns,
+    RoleTable,
+    assert_big_enough,
+    case_ids,
+    table_cases,
+    v,
+)
 
 
 def _system_python() -> str:
@@ -28,17 +39,6 @@ def _system_python() -> str:
     )
     return out.stdout.strip()
 
-
-def c(case_id: str, variables: dict, names: str, shows: str, **extra) -> Case:
-    return Case(case_id, variables, names, shows, **extra)
-
-
-def v(case_id: str, name: str, value: object, shows: str | None = None, **extra) -> Case:
-    """A case of one bad variable; the message shows the value as str() gives it by default."""
-    return Case(case_id, {name: value}, name, str(value) if shows is None else shows, **extra)
-
-
-SYSTEM_PATHS = ["/", "/etc", "/usr", "/tmp", "/root", "/home", "/usr/lib/x", "/var/../etc"]
 
 BASE = [
     v("login-user-space", "tpu_login_user", "Bad User"),
@@ -166,6 +166,7 @@ FRAMEWORK = [
     v("cache-dir-docker", "tpu_framework_pod_cache_dir", "/var/lib/docker"),
     v("cache-dir-itself", "tpu_framework_pod_cache_dir", "/var/cache/cloudtpu"),
     v("cache-maybe", "tpu_framework_pod_cache", "maybe"),
+    v("tpu-info-maybe", "tpu_framework_tpu_info", "maybe"),
     v("port-low", "tpu_framework_pod_cache_port", 80),
     v("port-high", "tpu_framework_pod_cache_port", 70000),
     v("port-zero", "tpu_framework_pod_cache_port", 0),
@@ -203,118 +204,6 @@ TCMALLOC = [
         "/usr/lib/libtcmalloc.so.4",
     ),
     v("library-dotdot", "tpu_tcmalloc_library", "/usr/lib/../../tmp/libtcmalloc.so"),
-]
-
-REMOTE_SHELL = [
-    v("locale-latin1", "tpu_remote_shell_locale", "en_US.ISO-8859-1", "ISO-8859-1"),
-    v("locale-posix", "tpu_remote_shell_locale", "POSIX"),
-    v("locale-shell", "tpu_remote_shell_locale", "en_US.utf8 ; rm", "utf8 ; rm"),
-    v("locale-newline", "tpu_remote_shell_locale", "C.UTF-8\n", "C.UTF-8"),
-    v("byobu-login-always", "tpu_remote_shell_byobu_on_login", "always"),
-    c(
-        "byobu-login-without-byobu",
-        {"tpu_remote_shell_byobu_on_login": "enable", "tpu_remote_shell_byobu": False},
-        "tpu_remote_shell_byobu",
-        "enable",
-    ),
-    c(
-        "login-user-space",
-        {"tpu_remote_shell_byobu_on_login": "enable", "tpu_login_user": "Bad User"},
-        "tpu_login_user",
-        "Bad User",
-    ),
-    c(
-        "login-user-missing",
-        {"tpu_remote_shell_byobu_on_login": "enable", "tpu_login_user": "nosuchuser-x9"},
-        "tpu_login_user",
-        "nosuchuser-x9",
-    ),
-    v("mosh-maybe", "tpu_remote_shell_mosh", "maybe"),
-    v("cache-word", "tpu_remote_shell_apt_cache_valid_time", "soon"),
-    v("retries-word", "tpu_remote_shell_apt_retries", "often"),
-    v("retries-big", "tpu_remote_shell_apt_retries", 500),
-    v("retries-negative", "tpu_remote_shell_apt_retries", -1),
-]
-
-WORLD = "0.0.0.0/0"
-NFS = [
-    v("export-star", "tpu_nfs_export_cidrs", ["*"], "*"),
-    v("export-world", "tpu_nfs_export_cidrs", ["10.0.0.0/8", WORLD], WORLD),
-    v("export-two-halves", "tpu_nfs_export_cidrs", ["0.0.0.0/1", "128.0.0.0/1"], "128.0.0.0/1"),
-    v("export-world-v6", "tpu_nfs_export_cidrs", ["::/0"], "::/0"),
-    v("export-v6-halves", "tpu_nfs_export_cidrs", ["::/1", "8000::/1"], "8000::/1"),
-    # one range broader than a /8 (IPv6: a /32 of the internet) is open to much of the world
-    v("export-half", "tpu_nfs_export_cidrs", ["10.0.0.0/8", "128.0.0.0/1"], "128.0.0.0/1"),
-    v("export-v6-broad", "tpu_nfs_export_cidrs", ["2001::/16"], "2001::/16"),
-    v("export-path-bidi", "tpu_nfs_export_path", "/srv/nfs\u202e", "/srv/nfs"),
-    v("export-v6-malformed", "tpu_nfs_export_cidrs", ["fd00::zz/64"], "fd00::zz/64"),
-    v("export-prefix-0", "tpu_nfs_export_cidrs", ["10.1.2.3/0"], "10.1.2.3/0"),
-    v("export-bad-octet", "tpu_nfs_export_cidrs", ["10.0.0.300/24"], "10.0.0.300/24"),
-    v("export-glob", "tpu_nfs_export_cidrs", ["*.internal"], "*.internal"),
-    v("export-dict", "tpu_nfs_export_cidrs", {"net": "10.0.0.0/8"}, "dict"),
-    v("export-relative", "tpu_nfs_export_path", "srv/nfs"),
-    *[
-        v(f"export-system-{i}", "tpu_nfs_export_path", path, path)
-        for i, path in enumerate(SYSTEM_PATHS)
-    ],
-    v("mount-relative", "tpu_nfs_mount_point", "mnt/shared"),
-    v("mount-tmp", "tpu_nfs_mount_point", "/tmp"),
-    v("mount-home", "tpu_nfs_mount_point", "/home"),
-    v("mount-mnt", "tpu_nfs_mount_point", "/mnt"),
-    v("mount-etc", "tpu_nfs_mount_point", "/etc/shared"),
-    v("mount-space", "tpu_nfs_mount_point", "/mnt/my share"),
-    v("mount-var-run", "tpu_nfs_mount_point", "/var/run/shared"),
-    v("mount-var-lock", "tpu_nfs_mount_point", "/var/lock/shared"),
-    v("export-var-spool", "tpu_nfs_export_path", "/var/spool/shared"),
-    v("export-var-mail", "tpu_nfs_export_path", "/var/mail"),
-    # the login user's home or inside it (its .ssh) is never shared or mounted over
-    c(
-        "export-login-home",
-        {"tpu_login_user": "tpu", "tpu_nfs_export_path": "/home/tpu"},
-        "tpu_nfs_export_path",
-        "/home/tpu",
-    ),
-    c(
-        "export-ssh",
-        {"tpu_login_user": "tpu", "tpu_nfs_export_path": "/home/tpu/.ssh"},
-        "tpu_nfs_export_path",
-        "/home/tpu/.ssh",
-    ),
-    c(
-        "mount-login-home",
-        {"tpu_login_user": "tpu", "tpu_nfs_mount_point": "/home/tpu"},
-        "tpu_nfs_mount_point",
-        "/home/tpu",
-    ),
-    c(
-        "mount-ssh",
-        {"tpu_login_user": "tpu", "tpu_nfs_mount_point": "/home/tpu/.ssh"},
-        "tpu_nfs_mount_point",
-        "/home/tpu/.ssh",
-    ),
-    c(
-        "share-dotdot",
-        {"tpu_nfs_backend": "ganesha", "tpu_nfs_share_path": "/srv/../etc"},
-        "tpu_nfs_share_path",
-        "/srv/../etc",
-    ),
-    v("kernel-pseudo", "tpu_nfs_share_path", "/shared"),
-    v("backend", "tpu_nfs_backend", "nfsd"),
-    v("mode-world", "tpu_nfs_mode", "0777"),
-    v("mode-letters", "tpu_nfs_mode", "rwxrwx---"),
-    v("mount-switch", "tpu_nfs_mount", "sometimes"),
-    v("start-maybe", "tpu_nfs_server_start", "maybe"),
-    v("no-nofail", "tpu_nfs_mount_options", ["_netdev", "hard"], "hard"),
-    v("nfs-v3", "tpu_nfs_mount_options", ["_netdev", "nofail", "nfsvers=3"], "nfsvers=3"),
-    v("read-only-maybe", "tpu_nfs_read_only", "maybe"),
-    v("squash", "tpu_nfs_squash", "squash_all"),
-    v("owner-space", "tpu_nfs_owner", "Bad User"),
-    v("owner-newline", "tpu_nfs_owner", "tpu\n", "tpu"),
-    v("option-newline", "tpu_nfs_mount_options", ["_netdev", "nofail", "hard\n"], "hard"),
-    v("external-glob", "tpu_nfs_external_server", "*.example.com"),
-    v("retries-word", "tpu_nfs_apt_retries", "often"),
-    v("retries-negative", "tpu_nfs_apt_retries", -1),
-    v("retries-big", "tpu_nfs_apt_retries", 101),
 ]
 
 LIBTPU = [
@@ -366,73 +255,24 @@ APT = [
     v("apt-port-word", "tpu_apt_pod_cache_port", "http"),
 ]
 
-# role: (cases, variables every case starts from, the task files that may refuse)
-STORAGE_NFS = {"server": "10.0.0.2", "export": "/vol1", "path": "/mnt/filestore"}
-STORAGE = [
-    v("bucket-upper", "tpu_storage_buckets", [{"bucket": "Ckpt", "path": "/mnt/c"}], "Ckpt"),
-    v("bucket-gs-url", "tpu_storage_buckets", [{"bucket": "gs://ckpt", "path": "/mnt/c"}], "gs://"),
-    v("bucket-google", "tpu_storage_buckets", [{"bucket": "google-x", "path": "/mnt/c"}], "google"),
-    v("bucket-path-etc", "tpu_storage_buckets", [{"bucket": "ckpt", "path": "/etc/c"}], "/etc/c"),
-    v("bucket-path-rel", "tpu_storage_buckets", [{"bucket": "ckpt", "path": "mnt/c"}], "mnt/c"),
-    v("bucket-no-path", "tpu_storage_buckets", [{"bucket": "ckpt"}], "lacks path"),
-    v("bucket-option-comma", "tpu_storage_buckets",
-      [{"bucket": "ckpt", "path": "/mnt/c", "options": ["ro,exec"]}], "ro,exec"),
-    v("nfs-server-path", "tpu_storage_nfs", [{**STORAGE_NFS, "server": "1.2.3.4:/"}], "1.2.3.4:/"),
-    v("nfs-no-nofail", "tpu_storage_nfs", [{**STORAGE_NFS, "options": ["_netdev"]}], "nofail"),
-    v("nfs-path-twice", "tpu_storage_nfs", [STORAGE_NFS, {**STORAGE_NFS, "export": "/vol2"}],
-      "also the mount point"),
-    v("endpoint-comma", "tpu_storage_gcs_endpoint", "http://x/,allow_other", "allow_other"),
-    v("key-url-ftp", "tpu_storage_gcsfuse_key_url", "ftp://example.org/key"),
-    # gcsfuse and a bucket, but no repository named (the collection names no package host)
-    c("gcsfuse-no-repo", {"tpu_storage_buckets": [{"bucket": "ckpt", "path": "/mnt/c"}],
-                          "tpu_storage_gcs_client": "gcsfuse"},
-      "tpu_storage_gcsfuse_apt_url", '""'),
-    v("retries-big", "tpu_storage_apt_retries", 500),
-]  # fmt: skip
-
-TABLE = {
+TABLE: RoleTable = {
     "apt": (APT, {}, ("main.yml",)),
     "base": (BASE, {}, ("preflight.yml",)),
     "python": (PYTHON, PYTHON_GOOD, ("preflight.yml", "host.yml")),
     # the login user's passwd entry is the worker's to give: host.yml, before any change
     "framework": (FRAMEWORK, FRAMEWORK_GOOD, ("preflight.yml", "host.yml")),
     "tcmalloc": (TCMALLOC, {}, ("preflight.yml",)),
-    "remote_shell": (REMOTE_SHELL, {}, ("preflight.yml", "host.yml")),
-    # a one-worker pod that serves itself; pod.yml only looks (the server and its addresses)
-    "nfs": (NFS, {"tpu_nfs_server_host": "{{ inventory_hostname }}"}, ("preflight.yml", "pod.yml")),
     "libtpu": (LIBTPU, {}, ("preflight.yml",)),
-    "storage": (STORAGE, {}, ("preflight.yml",)),
 }
 # The roles whose checks read facts (the distribution); the others run without gathering.
 FACTS = ("python", "tcmalloc")
-ALL = [(role, case) for role, (cases, _, _) in TABLE.items() for case in cases]
-
-
-class RoleRuns(dict):
-    """The refusals per role; a role runs once, over all its cases, when first asked for."""
-
-    def __missing__(self, role: str) -> dict[str, Refusal]:
-        cases, common, _ = TABLE[role]
-        for case in cases:
-            # each case its own one-worker node, so no two cases form a pod
-            case.hostvars = {**common, "tpu_node": case.case_id}
-        self[role], _ = run_cases(role, cases, facts=role in FACTS)
-        return self[role]
-
-
-@pytest.fixture(scope="module")
-def refusals() -> Iterator[RoleRuns]:
-    yield RoleRuns()
+ALL = table_cases(TABLE)
 
 
 def test_the_table_is_big_enough() -> None:
-    assert len(ALL) >= 120, len(ALL)
-    ids = [f"{role}/{case.case_id}" for role, case in ALL]
-    assert len(ids) == len(set(ids)), "case ids repeat"
+    assert_big_enough(ALL, 120)
 
 
-@pytest.mark.parametrize(("role", "case"), ALL, ids=[f"{r}/{c.case_id}" for r, c in ALL])
-def test_bad_input_is_refused_before_any_change(refusals, role: str, case: Case) -> None:
-    refusal = refusals[role][case.case_id]
-    problems = problems_of(role, case, refusal, files=TABLE[role][2])
-    assert not problems, "\n".join(problems)
+@pytest.mark.parametrize(("role", "case"), ALL, ids=case_ids(ALL))
+def test_bad_input_is_refused_before_any_change(refusals: RoleRuns, role: str, case: Case) -> None:
+    refusals.assert_refused(role, case)

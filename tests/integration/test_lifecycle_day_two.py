@@ -25,17 +25,15 @@ from __future__ import annotations
 import base64
 import json
 import os
-import random
 import re
-import socket
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.integration.day_two_pod import VENV, keygen
 from tests.integration.lifecycle_support import (
     BIN,
     DEMO_INVENTORY,
@@ -46,9 +44,13 @@ from tests.integration.lifecycle_support import (
     Run,
     ansible_env,
     extra_vars,
+    free_port,
+    get_through,
     playbook,
     run,
     status_lines,
+    step,
+    unchanged,
 )
 from tests.integration.test_lifecycle_docker import CLEANUP, IMAGE, docker, docker_unavailable
 
@@ -58,27 +60,15 @@ EMULATOR_ID = f"d2{os.getpid()}"
 LABEL = f"cloudtpu.emulator={EMULATOR_ID}"
 RUNNING_ID = "20261123T143000Z-ab12"
 ENDED_ID = "20261122T100000Z-cd34"
-# the demo inventory's login user and Python version
-VENV = "/home/tpu/.venv" + (os.environ.get("CLOUDTPU_TEST_PYTHON") or "3.10").replace(".", "")
 # The libtpu role alone. --skip-tags rather than --tags libtpu: the argument checks of the
 # shared apt role are tagged always and need the variables of the roles they serve.
 ONLY_LIBTPU = ("--skip-tags", "base,python,framework,tcmalloc,remote_shell,nfs")
+INSTALL_TPU_INFO = "the framework role installs it: tpu_framework_tpu_info: true"
 STAND_IN_CHECK = (
     "import json, sys\n"
     "print(json.dumps({'ok': True, 'mode': 'cpu', 'devices': ['TFRT_CPU_0'],"
     " 'reason': 'stand-in check: ' + ' '.join(sys.argv[1:3])}))\n"
 )
-
-
-def step(name: str, result: Run) -> Run:
-    print(f"[{result.seconds:6.1f} s] {name}: rc={result.returncode}")
-    return result
-
-
-def unchanged(result: Run) -> None:
-    recap = result.recap()
-    assert recap, result.tail()
-    assert all(c["changed"] == 0 for c in recap.values()), recap
 
 
 class Pod:
@@ -147,21 +137,7 @@ def pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pod]:
     ).start()
     try:
         current = Pod(emulator, folder)
-        subprocess.run(
-            [
-                "ssh-keygen",
-                "-q",
-                "-t",
-                "ed25519",
-                "-N",
-                "",
-                "-C",
-                "tpu@day2",
-                "-f",
-                str(current.key),
-            ],
-            check=True,
-        )
+        keygen(current.key)
         made = current.playbook(
             "provision.yml",
             *extra_vars(
@@ -227,7 +203,9 @@ def test_status_of_a_ready_pod_with_run_records(pod: Pod) -> None:
         )
     assert f"run {RUNNING_ID}: running (pid " in shown and "): sleep 600" in shown, shown
     assert f"run {ENDED_ID}: exited rc 3: script: eval.sh" in shown, shown
-    assert shown.count(f"tpu-info: not shown, tpu-info is not installed in {VENV}") == 2, shown
+    # The libtpu role alone made these workers: no venv, so no tpu-info, and how to get it.
+    missing = f"tpu-info: not shown, tpu-info is not installed in {VENV} ({INSTALL_TPU_INFO})"
+    assert shown.count(missing) == 2, shown
 
 
 def test_status_of_a_creating_node_comes_from_the_api(pod: Pod) -> None:
@@ -278,32 +256,6 @@ def test_ssh_config_logs_in_as_ansible_does(pod: Pod) -> None:
             capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         assert (login.returncode, login.stdout.strip()) == (0, "tpu"), (login.stderr, text)
-
-
-def free_port() -> int:
-    """A local port nothing listens on, below the kernel's range for outgoing connections (so
-    that it stays free for the rest of the module)."""
-    for port in random.sample(range(20000, 30000), 50):
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no free local port in 20000-29999")
-
-
-def get_through(tunnel: subprocess.Popen[str], url: str, seconds: float) -> str:
-    """The body at url, retried while the tunnel runs until it answers or seconds have passed."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return response.read().decode()
-        except OSError:
-            if tunnel.poll() is not None or time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
 
 
 def test_a_server_on_worker_0_is_reached_through_the_forward(pod: Pod) -> None:

@@ -32,12 +32,12 @@ from tests.integration.lifecycle_support import (
     REPO,
     ZONE,
     EmulatorCli,
-    Run,
     ansible_env,
     extra_vars,
     inventory,
     playbook,
     run,
+    step,
 )
 
 IMAGE = "cloudtpu-pod-worker:current"
@@ -76,11 +76,6 @@ def containers(all_states: bool = True) -> dict[str, dict[str, str]]:
         parts = docker("inspect", "--format", fmt, name).split()
         found[name] = {"id": parts[0], "state": parts[1], "ip": parts[2] if len(parts) > 2 else ""}
     return found
-
-
-def step(name: str, result: Run) -> Run:
-    print(f"[{result.seconds:6.1f} s] {name}: rc={result.returncode}")
-    return result
 
 
 @pytest.fixture(scope="module")

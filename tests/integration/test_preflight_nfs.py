@@ -1,6 +1,6 @@
 """nfs refuses what only the pod can tell (the server, the owner, the workers' addresses) before
 it changes anything, naming the variable and the value. The bad values of single variables are
-in the bad-input table (test_bad_input_roles.py).
+in the bad-input table (test_bad_input_roles_network.py).
 
 The role runs in check mode on the control machine as a one-worker pod that serves itself
 (tpu_nfs_server_host: localhost), so that the checks after the server lookup are reached too.

@@ -14,11 +14,11 @@ import pytest
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     OPTION_LIMITS,
     device_glob_problem,
-    gcp_name_problem,
     number_problem,
     option_problems,
     path_problem,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_name_checks import gcp_name_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_network_checks import (
     address_problem,
     network_problem,

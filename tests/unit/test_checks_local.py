@@ -1,6 +1,7 @@
 """The checks of what the day-two playbooks take on this machine: local paths
-(module_utils/tpu_local_paths.py), booleans and Google Cloud names (tpu_checks.py), and the
-filters that use them (logs_options, run_options, sync_options, babysit_options).
+(module_utils/tpu_local_paths.py), booleans (tpu_checks.py), Google Cloud names
+(tpu_name_checks.py), and the filters that use them (logs_options, run_options, sync_options,
+babysit_options).
 
 Every refusal is asserted to name the variable, to show the value as given and to say what is
 allowed; every accepted case to return exactly ''.
@@ -19,13 +20,13 @@ from ansible_collections.cloudtpu.pod.plugins.filter.run_options import run_opti
 from ansible_collections.cloudtpu.pod.plugins.filter.sync_options import sync_options
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     boolean_problem,
-    gcp_name_problem,
     number_problem,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import (
     local_path,
     local_path_problem,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_name_checks import gcp_name_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import run_id_problem
 
 from tests.unit.test_checks import assert_refusal as refusal_of

@@ -70,7 +70,9 @@ FILTERS = [
 def test_filters_keep_what_the_inventory_keeps(
     api: Api, filters: dict[str, Any], expected: list[str]
 ) -> None:
-    from ansible_collections.cloudtpu.pod.plugins.inventory.tpu_vm import node_matches
+    from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_inventory_hosts import (
+        node_matches,
+    )
 
     got = sorted(n["name"] for n in info(api, **filters))
     assert got == sorted(expected)

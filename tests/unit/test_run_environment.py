@@ -1,4 +1,5 @@
-"""run_environment: the one home of a run's environment, here its multislice (MEGASCALE_*) part."""
+"""A run's environment, its one home module_utils/tpu_run_environment (here its multislice,
+MEGASCALE_*, part), and the run_environment filter over it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ from typing import Any
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.cloudtpu.pod.plugins.filter.run_environment import run_environment
+from ansible_collections.cloudtpu.pod.plugins.filter import run_environment as filter_plugin
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_environment import (
+    RunEnvironmentError,
+    run_environment,
+)
 
 
 def pod(slice_id: Any = 0, num_slices: Any = 1, ip: str = "10.0.0.2") -> dict[str, Any]:
@@ -63,6 +68,7 @@ def pod(slice_id: Any = 0, num_slices: Any = 1, ip: str = "10.0.0.2") -> dict[st
 )
 def test_pod_variables(the_pod: Any, port: Any, expected: dict[str, str]) -> None:
     assert run_environment({}, the_pod, port) == expected
+    assert filter_plugin.run_environment({}, the_pod, port) == expected
 
 
 def test_the_users_variables_come_first_and_stay() -> None:
@@ -91,10 +97,20 @@ def test_the_users_variables_come_first_and_stay() -> None:
     ],
 )
 def test_refusals_name_the_variable(extra: dict, the_pod: Any, port: Any, message: str) -> None:
-    with pytest.raises(AnsibleFilterError, match=message):
+    with pytest.raises(RunEnvironmentError, match=message) as refused:
         run_environment(extra, the_pod, port)
+    # the filter fails a task with the very same message
+    with pytest.raises(AnsibleFilterError) as failed:
+        filter_plugin.run_environment(extra, the_pod, port)
+    assert failed.value.message == str(refused.value)
 
 
 def test_a_user_may_set_megascale_variables_on_a_single_slice() -> None:
     # Nothing is computed there, so nothing can disagree.
     assert run_environment({"MEGASCALE_PORT": 1}, pod()) == {"MEGASCALE_PORT": "1"}
+
+
+def test_the_filter_plugin_names_its_filter() -> None:
+    assert filter_plugin.FilterModule().filters() == {
+        "run_environment": filter_plugin.run_environment
+    }

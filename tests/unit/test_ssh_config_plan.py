@@ -1,5 +1,6 @@
-"""The record filters of playbooks/ssh_config.yml: ssh_config_targets (which files a run writes,
-with which options) and ssh_config_record (the record after it), old and new record shapes."""
+"""The record of playbooks/ssh_config.yml, module_utils/tpu_ssh_config_record: ssh_config_targets
+(which files a run writes, with which options) and ssh_config_record (the record after it), old
+and new record shapes; and the filters of the same names over it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cloudtpu.pod.plugins.filter import ssh_config_record as record_plugin
 from ansible_collections.cloudtpu.pod.plugins.filter import ssh_config_targets as targets_plugin
-from ansible_collections.cloudtpu.pod.plugins.filter.ssh_config_record import ssh_config_record
-from ansible_collections.cloudtpu.pod.plugins.filter.ssh_config_targets import ssh_config_targets
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_ssh_config_record import (
+    RecordError,
+    ssh_config_record,
+    ssh_config_targets,
+)
 
 NAME = "inventories/gcp"
 DEMO = "/srv/project/.demo/ssh_config"
@@ -45,8 +49,22 @@ def entry(path, user="", identity_file="", proxy_jump="", port="", forwards=()):
 
 
 def test_registered():
-    assert targets_plugin.FilterModule().filters() == {"ssh_config_targets": ssh_config_targets}
-    assert record_plugin.FilterModule().filters() == {"ssh_config_record": ssh_config_record}
+    assert targets_plugin.FilterModule().filters() == {
+        "ssh_config_targets": targets_plugin.ssh_config_targets
+    }
+    assert record_plugin.FilterModule().filters() == {
+        "ssh_config_record": record_plugin.ssh_config_record
+    }
+
+
+def test_the_filters_answer_as_the_record_does():
+    explicit = {"user": "carol", "forwards": ["jupyter"]}
+    args = (NEW, NAME, True, None, HOME, "", explicit)
+    assert targets_plugin.ssh_config_targets(*args) == ssh_config_targets(*args)
+    written = [entry("/f", port="2200")]
+    assert record_plugin.ssh_config_record(OLD, NAME, written) == ssh_config_record(
+        OLD, NAME, written
+    )
 
 
 def test_a_plain_run_writes_one_file_with_the_explicit_options_only():
@@ -98,8 +116,15 @@ def test_refresh_without_a_record_writes_nothing(records):
 
 @pytest.mark.parametrize("records", ["{not json", "[1]"])
 def test_a_broken_record_is_refused(records):
-    with pytest.raises(AnsibleFilterError, match="tpu_ssh_config_record"):
+    with pytest.raises(RecordError, match="tpu_ssh_config_record") as refused:
         ssh_config_targets(records, NAME, refresh=True)
+    # both filters fail a task with the very same message
+    with pytest.raises(AnsibleFilterError) as failed:
+        targets_plugin.ssh_config_targets(records, NAME, refresh=True)
+    assert failed.value.message == str(refused.value)
+    with pytest.raises(AnsibleFilterError) as failed:
+        record_plugin.ssh_config_record(records, NAME, [])
+    assert failed.value.message == str(refused.value)
 
 
 def test_record_adds_a_file_to_an_old_shape_and_keeps_other_names():

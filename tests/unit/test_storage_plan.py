@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.cloudtpu.pod.plugins.filter.storage_plan import storage_plan
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import bucket_problem
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_name_checks import bucket_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_network_checks import host_problem
 
 BUCKET = {"bucket": "my-ckpt", "path": "/mnt/ckpt"}

@@ -1,20 +1,23 @@
 """The filters behind playbooks/sync.yml: sync_options (source, destination, checks),
 sync_files (what is copied: no .git, nothing a .gitignore names) and sync_stale (what
-tpu_sync_delete=true removes on a worker). The copy itself runs against a pod in
-tests/integration/test_run_playbook.py."""
+tpu_sync_delete=true removes on a worker), the last two over module_utils/tpu_sync_files. The
+copy itself runs against a pod in tests/integration/test_run_playbook.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.filter.sync_files import (
+from ansible.errors import AnsibleFilterError
+from ansible_collections.cloudtpu.pod.plugins.filter import sync_files as files_plugin
+from ansible_collections.cloudtpu.pod.plugins.filter import sync_stale as stale_plugin
+from ansible_collections.cloudtpu.pod.plugins.filter.sync_options import repo_name, sync_options
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_sync_files import (
     Ignore,
     parse_rules,
     sync_files,
+    sync_stale,
 )
-from ansible_collections.cloudtpu.pod.plugins.filter.sync_options import repo_name, sync_options
-from ansible_collections.cloudtpu.pod.plugins.filter.sync_stale import sync_stale
 
 HOME = "/home/tpu"
 
@@ -64,6 +67,17 @@ def test_sync_files_leaves_out_git_and_ignored(project: Path):
     ]
     # .git, a.pyc, top.txt, src/m.pyc, data/, logs/run.log, src/generated/, deep/a/b/data/
     assert got["ignored"] == 8
+    assert files_plugin.sync_files(str(project)) == got
+
+
+def test_sync_files_refuses_what_is_not_a_folder(tmp_path: Path):
+    message = f"sync_files: {str(tmp_path / 'none')!r} is not a folder on this machine"
+    with pytest.raises(ValueError) as refused:
+        sync_files(str(tmp_path / "none"))
+    assert str(refused.value) == message
+    with pytest.raises(AnsibleFilterError) as failed:
+        files_plugin.sync_files(str(tmp_path / "none"))
+    assert failed.value.message == message
 
 
 @pytest.mark.parametrize(
@@ -103,6 +117,7 @@ def test_sync_stale_keeps_ignored_and_git(project: Path):
         "./gone.txt",
     ]
     assert sync_stale(remote, str(project), files) == ["gone.txt", "old.py", "src/old.py"]
+    assert stale_plugin.FilterModule().filters() == {"sync_stale": sync_stale}
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.inventory import tpu_vm
+from ansible_collections.cloudtpu.pod.plugins.module_utils import (
+    tpu_inventory_hosts as inventory_hosts,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pod import slice_ids
 
 QR = "projects/proj-1/locations/us-central2-b/queuedResources/{}"
@@ -27,7 +29,7 @@ def node(name: str, subnet: int, queued: str = "", state: str = "READY", **extra
 
 def hosts_of(nodes: list[dict[str, Any]], **options: Any) -> dict[str, tuple[dict, list[str]]]:
     data = {"projects": {"proj-1": {"nodes": nodes}}}
-    built, _warnings = tpu_vm.build_hosts(data, **options)
+    built, _warnings = inventory_hosts.build_hosts(data, **options)
     return {name: (hostvars, groups) for name, hostvars, groups in built}
 
 
@@ -113,12 +115,12 @@ def test_slice_ids(ids: list[str], expected: tuple[dict[str, int], int]) -> None
 
 def test_wrap_reaches_the_job_variables() -> None:
     data = {"projects": {"proj-1": {"nodes": [node("ms-0", 0, "ms"), node("ms-1", 1, "ms")]}}}
-    built, _ = tpu_vm.build_hosts(data, wrap=lambda v: ("wrapped", v))
+    built, _ = inventory_hosts.build_hosts(data, wrap=lambda v: ("wrapped", v))
     hostvars = dict((name, hv) for name, hv, _g in built)["ms-1-w0"]
     assert hostvars["tpu_slice_id"] == ("wrapped", 1)
     assert hostvars["tpu_pod_job_coordinator_ip"] == ("wrapped", "10.0.0.2")
 
 
 def test_slim_node_keeps_the_queued_resource_fields() -> None:
-    slim = tpu_vm.slim_node(node("ms-0", 0, "ms", multisliceNode=True))
+    slim = inventory_hosts.slim_node(node("ms-0", 0, "ms", multisliceNode=True))
     assert slim["queuedResource"] == QR.format("ms") and slim["multisliceNode"] is True

@@ -1,4 +1,5 @@
-"""Node JSON -> hosts, groups and variables: the pure functions of the tpu_vm inventory plugin."""
+"""Node JSON -> hosts, groups and variables: the pure functions behind the tpu_vm inventory plugin
+(module_utils/tpu_inventory_hosts.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import copy
 from typing import Any
 
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.inventory import tpu_vm
+from ansible_collections.cloudtpu.pod.plugins.module_utils import (
+    tpu_inventory_hosts as inventory_hosts,
+)
 
 HOSTVAR_KEYS = {
     "tpu_project",
@@ -69,7 +72,7 @@ def api_node(
 
 def test_multi_host_node_gives_one_host_per_endpoint_with_every_variable() -> None:
     node = api_node(labels={"team": "vision"}, schedulingConfig={"spot": True})
-    hosts = tpu_vm.node_hosts(node, "proj-1")
+    hosts = inventory_hosts.node_hosts(node, "proj-1")
     assert [name for name, _, _ in hosts] == ["pod-a-w0", "pod-a-w1", "pod-a-w2", "pod-a-w3"]
     _name, hostvars, groups = hosts[2]
     assert set(hostvars) == HOSTVAR_KEYS
@@ -116,7 +119,7 @@ def test_multi_host_node_gives_one_host_per_endpoint_with_every_variable() -> No
 
 def test_internal_only_worker_uses_internal_ip_and_has_no_external() -> None:
     node = api_node(accel="v6e-8", endpoints=[endpoint("10.9.0.2")])
-    [(name, hostvars, groups)] = tpu_vm.node_hosts(node, "proj-1")
+    [(name, hostvars, groups)] = inventory_hosts.node_hosts(node, "proj-1")
     assert name == "pod-a-w0"
     assert hostvars["tpu_external_ip"] is None
     assert hostvars["ansible_host"] == "10.9.0.2"
@@ -128,7 +131,7 @@ def test_internal_only_worker_uses_internal_ip_and_has_no_external() -> None:
 
 
 def test_use_internal_ip_ignores_the_external_address() -> None:
-    hosts = tpu_vm.node_hosts(api_node(), "proj-1", use_internal_ip=True)
+    hosts = inventory_hosts.node_hosts(api_node(), "proj-1", use_internal_ip=True)
     assert [h[1]["ansible_host"] for h in hosts] == [f"10.0.0.{i}" for i in range(2, 6)]
     assert hosts[0][1]["tpu_external_ip"] == "34.1.1.2"
 
@@ -143,7 +146,7 @@ def test_use_internal_ip_ignores_the_external_address() -> None:
     ],
 )
 def test_spot(node: dict[str, Any], expected: bool) -> None:
-    assert tpu_vm.node_hosts(node, "p")[0][1]["tpu_spot"] is expected
+    assert inventory_hosts.node_hosts(node, "p")[0][1]["tpu_spot"] is expected
 
 
 @pytest.mark.parametrize(
@@ -157,7 +160,7 @@ def test_spot(node: dict[str, Any], expected: bool) -> None:
     ],
 )
 def test_nodes_without_usable_endpoints_give_no_hosts(node: dict[str, Any]) -> None:
-    assert tpu_vm.node_hosts(node, "p") == []
+    assert inventory_hosts.node_hosts(node, "p") == []
 
 
 def test_unknown_type_and_missing_fields_do_not_crash() -> None:
@@ -166,7 +169,7 @@ def test_unknown_type_and_missing_fields_do_not_crash() -> None:
         "acceleratorType": "v9-12",
         "networkEndpoints": [{"ipAddress": "10.1.1.1", "accessConfig": "weird"}, {}],
     }
-    hosts = tpu_vm.node_hosts(node, "p")
+    hosts = inventory_hosts.node_hosts(node, "p")
     assert len(hosts) == 2
     first = hosts[0][1]
     assert first["tpu_generation"] == "unknown"
@@ -184,7 +187,7 @@ def test_unknown_type_and_missing_fields_do_not_crash() -> None:
 def test_accelerator_config_only_node() -> None:
     node = api_node(accel="")
     node["acceleratorConfig"] = {"type": "V5LITE_POD", "topology": "4x4"}
-    hostvars = tpu_vm.node_hosts(node, "p")[0][1]
+    hostvars = inventory_hosts.node_hosts(node, "p")[0][1]
     assert hostvars["tpu_accelerator_type"] == "v5litepod-16"
     assert hostvars["tpu_generation"] == "v5e"
 
@@ -198,7 +201,7 @@ def test_accelerator_config_only_node() -> None:
     ],
 )
 def test_hostname_template(template: str, expected: str) -> None:
-    assert tpu_vm.node_hosts(api_node(), "proj-1", hostname=template)[1][0] == expected
+    assert inventory_hosts.node_hosts(api_node(), "proj-1", hostname=template)[1][0] == expected
 
 
 @pytest.mark.parametrize(
@@ -213,7 +216,7 @@ def test_hostname_template(template: str, expected: str) -> None:
 )
 def test_bad_hostname_templates_are_refused(template: str, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("{", r"\{").replace("}", r"\}")):
-        tpu_vm.check_hostname_template(template)
+        inventory_hosts.check_hostname_template(template)
 
 
 @pytest.mark.parametrize(
@@ -241,7 +244,7 @@ def test_node_filters(filters: dict[str, Any], kept: list[str]) -> None:
         api_node("d", accel="v6e-8", state="CREATING"),
     ]
     args = {"states": ("READY",), **filters}
-    assert [n["name"][-1] for n in nodes if tpu_vm.node_matches(n, **args)] == kept
+    assert [n["name"][-1] for n in nodes if inventory_hosts.node_matches(n, **args)] == kept
 
 
 def fetched(*projects: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -253,7 +256,7 @@ def test_build_hosts_orders_by_project_then_node_and_filters() -> None:
         ("proj-2", [api_node("z"), api_node("y", state="STOPPED")]),
         ("proj-1", [api_node("b", endpoints=[endpoint("10.0.0.9")]), api_node("a")]),
     )
-    hosts, warnings = tpu_vm.build_hosts(data)
+    hosts, warnings = inventory_hosts.build_hosts(data)
     assert [h[0] for h in hosts] == [
         "a-w0",
         "a-w1",
@@ -272,12 +275,12 @@ def test_build_hosts_orders_by_project_then_node_and_filters() -> None:
 def test_same_node_name_in_two_projects_is_an_error_with_the_default_hostname() -> None:
     data = fetched(("proj-1", [api_node("pod")]), ("proj-2", [api_node("pod")]))
     with pytest.raises(ValueError, match=r"host name 'pod-w0' is used by proj-1/.* and proj-2/"):
-        tpu_vm.build_hosts(data)
+        inventory_hosts.build_hosts(data)
 
 
 def test_same_node_name_with_distinct_hostnames_warns_about_the_shared_group() -> None:
     data = fetched(("proj-1", [api_node("pod")]), ("proj-2", [api_node("pod")]))
-    hosts, warnings = tpu_vm.build_hosts(data, hostname="{project}-{node}-w{worker_id}")
+    hosts, warnings = inventory_hosts.build_hosts(data, hostname="{project}-{node}-w{worker_id}")
     assert len(hosts) == 8
     assert len(warnings) == 1
     assert "tpu_node_pod holds the workers of both" in warnings[0]
@@ -286,7 +289,7 @@ def test_same_node_name_with_distinct_hostnames_warns_about_the_shared_group() -
 def test_build_hosts_does_not_modify_its_input() -> None:
     data = fetched(("proj-1", [api_node("a", labels={"k": "v"})]))
     before = copy.deepcopy(data)
-    hosts, _warnings = tpu_vm.build_hosts(data)
+    hosts, _warnings = inventory_hosts.build_hosts(data)
     hosts[0][1]["tpu_labels"]["k"] = "changed"
     assert data == before
 
@@ -301,7 +304,7 @@ def test_build_hosts_does_not_modify_its_input() -> None:
     ],
 )
 def test_group_names_are_sanitized(prefix: str, value: str, expected: str) -> None:
-    assert tpu_vm.group_name(prefix, value) == expected
+    assert inventory_hosts.group_name(prefix, value) == expected
 
 
 @pytest.mark.parametrize(
@@ -314,12 +317,12 @@ def test_group_names_are_sanitized(prefix: str, value: str, expected: str) -> No
     ],
 )
 def test_parse_node_name(name: str | None, expected: tuple[str, str, str]) -> None:
-    assert tpu_vm.parse_node_name(name) == expected
+    assert inventory_hosts.parse_node_name(name) == expected
 
 
 def test_wrap_is_applied_to_every_value_from_the_api() -> None:
     node = api_node(labels={"team": "vision"})
-    hosts = tpu_vm.node_hosts(node, "proj-1", wrap=lambda v: ("wrapped", v))
+    hosts = inventory_hosts.node_hosts(node, "proj-1", wrap=lambda v: ("wrapped", v))
     hostvars = hosts[1][1]
     assert hostvars["tpu_node"] == ("wrapped", "pod-a")
     assert hostvars["tpu_labels"] == ("wrapped", {"team": "vision"})
@@ -336,7 +339,7 @@ def test_slim_node_keeps_what_the_inventory_uses() -> None:
     node["serviceAccount"] = {"email": "x"}
     node["networkEndpoints"][0]["port"] = 8470
     node["networkEndpoints"].append("junk")
-    slim = tpu_vm.slim_node(node)
+    slim = inventory_hosts.slim_node(node)
     assert "metadata" not in slim
     assert "serviceAccount" not in slim
     assert slim["networkEndpoints"][0] == {
@@ -344,4 +347,4 @@ def test_slim_node_keeps_what_the_inventory_uses() -> None:
         "accessConfig": {"externalIp": "34.1.1.2"},
     }
     assert len(slim["networkEndpoints"]) == 4
-    assert tpu_vm.node_hosts(slim, "proj-1") == tpu_vm.node_hosts(node, "proj-1")
+    assert inventory_hosts.node_hosts(slim, "proj-1") == inventory_hosts.node_hosts(node, "proj-1")

@@ -25,7 +25,6 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options impor
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     device_glob_problem,
-    gcp_name_problem,
     path_problem,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_inventory_checks import (
@@ -36,6 +35,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_login import (
     check_user,
     resolve,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_name_checks import gcp_name_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_network_checks import (
     network_problem,
 )
