@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests import forked_cli
 from tools import cpu_report
 
 _RECORDER = cpu_report.from_environment()
@@ -21,7 +22,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A file's last test stops the file's forked-cli servers (tests/forked_cli.py) after its
+    fixtures, so their CPU counts for that file and nothing of theirs outlives it."""
+    yield
+    if nextitem is None or nextitem.path != item.path:
+        forked_cli.close_all()
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    forked_cli.close_all()
     if _RECORDER is not None:
         worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
         _RECORDER.write(worker)

@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tests import forked_cli
+
 REPO = Path(__file__).resolve().parents[1]
 # The toolchain that runs the tests: .venv, or .venv-next under `make test-next`.
 BIN = Path(sys.executable).parent
@@ -93,12 +95,6 @@ def run_role(
         ]
         if check:
             cmd.append("--check")
-        return subprocess.run(
-            cmd,
-            cwd=REPO,
-            env=env if env is not None else ansible_env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
+        return forked_cli.run(
+            cmd, cwd=REPO, env=env if env is not None else ansible_env(), timeout=timeout
         )

@@ -6,7 +6,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests import role_runner
+from tests import forked_cli, role_runner
 
 # Modules on localhost run with the control machine's Python (interpreter discovery may find
 # a shim of some other Python on a developer's machine).
@@ -33,12 +33,4 @@ def run_playbook(
 ) -> subprocess.CompletedProcess[str]:
     """ansible-playbook PLAYBOOK -i INVENTORY ARGS..., from the repository root."""
     cmd = [str(role_runner.BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), *args]
-    return subprocess.run(
-        cmd,
-        cwd=role_runner.REPO,
-        env=env or playbook_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return forked_cli.run(cmd, cwd=role_runner.REPO, env=env or playbook_env(), timeout=timeout)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests import bad_input
+from tests import bad_input, forked_cli
 from tests.role_runner import BIN, REPO, ansible_env
 
 GOOD: dict[str, dict[str, Any]] = {
@@ -193,14 +192,8 @@ def play(pod: dict[str, Any], playbook: str, variables: dict, check: bool, name:
     vars_file.write_text(json.dumps(variables))
     cmd = [str(BIN / "ansible-playbook"), "-i", str(pod["inventory"])]
     cmd += [str(REPO / "playbooks" / playbook), "-e", f"@{vars_file}"]
-    done = subprocess.run(
-        [*cmd, *(["--check"] if check else [])],
-        cwd=pod["here"],
-        env=pod["env"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    done = forked_cli.run(
+        [*cmd, *(["--check"] if check else [])], cwd=pod["here"], env=pod["env"], timeout=300
     )
     refusal, reached = read_report(done.stdout)
     return Outcome(done.returncode, refusal, reached, done.stdout[-3000:] + done.stderr[-2000:])

@@ -1,0 +1,141 @@
+"""tests/forked_cli.py: a forked run answers as a new ansible-playbook process does.
+
+Each case runs the same command both ways (CLOUDTPU_FORKED_CLI=0 starts a new process) and
+compares what a test reads: the exit code and the lines of the output.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import forked_cli
+from tests.role_runner import ansible_env
+
+LOCAL = {
+    "hosts": "localhost",
+    "connection": "local",
+    "gather_facts": False,
+    "vars": {"ansible_python_interpreter": "{{ ansible_playbook_python }}"},
+}
+PLAY = [
+    {
+        **LOCAL,
+        "tasks": [
+            {"name": "Say", "ansible.builtin.debug": {"msg": "{{ lookup('env', 'WORD') }}"}},
+            {"name": "Tags", "ansible.builtin.debug": {"msg": "{{ ansible_run_tags }}"}},
+            {"name": "Fail", "ansible.builtin.fail": {"msg": "asked to"}, "when": "fail | bool"},
+        ],
+    }
+]
+
+
+@pytest.fixture
+def play(tmp_path: Path) -> Path:
+    path = tmp_path / "play.yml"
+    path.write_text(json.dumps(PLAY))
+    return path
+
+
+def both(monkeypatch: pytest.MonkeyPatch, cmd: list[str], **kwargs):
+    monkeypatch.setenv("CLOUDTPU_FORKED_CLI", "0")
+    fresh = forked_cli.run(cmd, **kwargs)
+    monkeypatch.setenv("CLOUDTPU_FORKED_CLI", "1")
+    forked = forked_cli.run(cmd, **kwargs)
+    return fresh, forked
+
+
+def results(output: str) -> list[tuple[str, dict]]:
+    """Each task's name and result (the JSON callback's), without the timings."""
+    report = json.loads(output[output.index("{") :])
+    found = []
+    for play in report["plays"]:
+        for task in play["tasks"]:
+            for result in task["hosts"].values():
+                kept = {k: v for k, v in result.items() if k not in ("start", "end", "delta")}
+                found.append((task["task"]["name"], kept))
+    return found
+
+
+@pytest.mark.parametrize("fail", ["false", "true"])
+def test_a_forked_run_answers_as_a_new_process(
+    monkeypatch: pytest.MonkeyPatch, play: Path, tmp_path: Path, fail: str
+) -> None:
+    cmd = [str(forked_cli.PLAYBOOK), "-i", "localhost,", str(play), "-e", f"fail={fail}"]
+    cmd += ["--tags", "all,extra"]
+    env = ansible_env(WORD="hello", ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+    env.update(
+        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CALLBACKS_ENABLED="ansible.posix.json"
+    )
+    fresh, forked = both(monkeypatch, cmd, cwd=tmp_path, env=env, timeout=120)
+    forked_cli.close_all()
+    assert fresh.returncode == forked.returncode == (2 if fail == "true" else 0), forked.stderr
+    said = results(forked.stdout)
+    assert [name for name, _ in said] == [name for name, _ in results(fresh.stdout)]
+    assert said[0][1]["msg"] == "hello"
+    assert sorted(said[1][1]["msg"]) == ["all", "extra"]
+    assert len(said) == 3 if fail == "true" else said[2][1].get("skipped")
+    # the server's temporary folder went with it; nothing of either run is left
+    assert not list((tmp_path / "tmp").glob("*"))
+
+
+def test_each_environment_has_a_server_of_its_own(play: Path, tmp_path: Path) -> None:
+    cmd = [str(forked_cli.PLAYBOOK), "-i", "localhost,", str(play), "-e", "fail=false"]
+    said = []
+    for word in ("one", "two", "one"):
+        env = ansible_env(WORD=word, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+        said.append(forked_cli.run(cmd, cwd=tmp_path, env=env, timeout=120).stdout)
+    assert len(forked_cli._SERVERS) == 2
+    forked_cli.close_all()
+    assert ['"msg": "one"' in out for out in said] == [True, False, True]
+    assert '"msg": "two"' in said[1]
+
+
+def test_runs_side_by_side_and_a_timeout_kills_the_run(tmp_path: Path) -> None:
+    slow = tmp_path / "slow.yml"
+    slow.write_text(
+        json.dumps(
+            [{**LOCAL, "tasks": [{"ansible.builtin.command": "sleep {{ seconds }}"}]}]
+        )
+    )  # fmt: skip
+    env = ansible_env(ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+    base = [str(forked_cli.PLAYBOOK), "-i", "localhost,", str(slow), "-e"]
+    answers: dict[str, object] = {}
+
+    def go(name: str, seconds: int, timeout: float) -> None:
+        try:
+            answers[name] = forked_cli.run(
+                [*base, f"seconds={seconds}"], cwd=tmp_path, env=env, timeout=timeout
+            ).returncode
+        except subprocess.TimeoutExpired as exc:
+            answers[name] = exc
+
+    threads = [
+        threading.Thread(target=go, args=("quick", 1, 120)),
+        threading.Thread(target=go, args=("stuck", 37, 6)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=200)
+    stuck = answers["stuck"]
+    assert answers["quick"] == 0
+    assert isinstance(stuck, subprocess.TimeoutExpired)
+    assert "PLAY [localhost]" in str(stuck.output)  # what it printed before it was killed
+    # As subprocess.run kills its ansible-playbook, the run's own process was killed (its task's
+    # worker has a session of its own, as Ansible's workers do, and ends with its command): the
+    # server, which stops once its runs have ended, stops well before the command would end.
+    started = time.monotonic()
+    forked_cli.close_all()
+    assert time.monotonic() - started < 30
+
+
+def test_other_commands_run_as_usual(tmp_path: Path) -> None:
+    done = forked_cli.run(["echo", "plain"], cwd=tmp_path, timeout=30)
+    assert (done.returncode, done.stdout) == (0, "plain\n")
+    assert forked_cli._SERVERS == {}
