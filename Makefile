@@ -28,7 +28,7 @@ NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help check setup setup-next docker host-tools image lint docs unit integration journey sanity molecule test test-next next-venv test-next-lint test-next-sanity test-next-pytest clean bench bench-inventory bench-scale bench-payload-cache bench-rulebook bench-pull emulator-clean demo demo-ssh demo-down test-torch-xla
+.PHONY: help check setup setup-next docker host-tools image lint docs unit integration journey sanity molecule test test-next next-venv test-next-lint test-next-sanity test-next-pytest clean bench bench-inventory bench-scale bench-payload-cache bench-rulebook bench-pull bench-client bench-forked-cli emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -180,6 +180,12 @@ bench-payload-cache: setup image ## A task's CPU time on a test worker with the 
 
 bench-rulebook: setup ## An ansible-rulebook watcher of node states against babysit.yml's check (Java 17 needed); updates BENCHMARKS.md
 	python bench/rulebook/run.py --markdown BENCHMARKS.md
+
+bench-client: setup ## The collection's TPU API client against google-cloud-tpu: listing 1000 nodes, a module's round trip, dependencies; updates BENCHMARKS.md
+	python bench/client/run.py --markdown BENCHMARKS.md
+
+bench-forked-cli: setup ## The tests' ansible-playbook runs as new processes against forked from a started server (tests/forked_cli.py); updates BENCHMARKS.md
+	python bench/forked_cli/run.py --markdown BENCHMARKS.md
 
 demo: ## A local pod (DEMO_TYPE, default v4-32): emulator, provision, site.yml, verify, status
 	tools/demo.sh up

@@ -34,7 +34,11 @@ class Family(NamedTuple):
 
 # The one table of accelerator families (API family prefix -> facts). Runtime versions follow the
 # public TPU software versions guide: v4 and older boot tpu-ubuntu2204-base, v5e, v5p and v6e
-# each have their own image. TPU7x (Ironwood) is offered through GKE only, not as TPU VMs.
+# each have their own image. TPU7x (Ironwood) has no entry: the Cloud TPU docs' "TPU7x
+# (Ironwood)" page offers it through GKE and as Compute Engine TPU machine types, the TPU
+# software versions guide names no runtime version for it, and the TPU v2 API's
+# AcceleratorConfig.Type enum (reference and google-cloud-tpu 1.28) ends at V6E, so the TPU API
+# creates no TPU7x nodes (checked 2026-11). A node of an unlisted family gets generation unknown.
 TABLE: dict[str, Family] = {
     "v2": Family("v2", "cores", "V2", (8, 32, 128, 256, 512), "/dev/accel*", "tpu-ubuntu2204-base"),
     "v3": Family(

@@ -28,6 +28,7 @@ from google.longrunning import operations_pb2
 from google.oauth2.credentials import Credentials
 from google.protobuf import empty_pb2, field_mask_pb2
 
+from tools.tpu_emulator import catalog
 from tools.tpu_emulator.testing import TOKEN, admin, node, serve
 
 PROJECT = "demo-project"
@@ -192,6 +193,16 @@ def test_create_node_with_an_accelerator_config_sent_as_a_number(
     assert made.accelerator_config.type_ == tpu_v2.AcceleratorConfig.Type.V4
     assert made.accelerator_config.topology == "2x2x2"
     assert len(made.network_endpoints) == 2  # v4-16: two hosts
+
+
+def test_the_emulators_accelerator_families_are_the_clients_enum() -> None:
+    # The catalog names every family of the client's AcceleratorConfig.Type, with the numbers
+    # the REST transport sends: a family a newer google-cloud-tpu adds (TPU7x, once the TPU API
+    # offers it) fails here until the catalog, and through test_tpu_emulator_catalog.py the
+    # collection's table, name it.
+    enum = {t.name: t.value for t in tpu_v2.AcceleratorConfig.Type if t.value}
+    assert {name: number for number, name in catalog.CONFIG_TYPE_NUMBERS.items()} == enum
+    assert set(catalog.CONFIG_TYPES) == set(enum)
 
 
 def test_create_node_errors(client: tpu_v2.TpuClient) -> None:

@@ -101,6 +101,13 @@ def test_runtime_validation_can_be_switched_off() -> None:
     assert create(body)[0] == 400
 
 
+def test_the_two_tables_name_the_same_families() -> None:
+    """Each table is its own; a generation added to one (TPU7x, say) and not the other fails."""
+    mine = {family: (row.counts, row.sizes) for family, row in tpu_facts.TABLE.items()}
+    assert mine == catalog.FAMILIES
+    assert tpu_facts.CONFIG_TYPES == catalog.CONFIG_TYPES
+
+
 def test_hosts_follow_the_naming_rules() -> None:
     assert [catalog.hosts(t) for t in ("v4-8", "v4-32", "v5p-16", "v5litepod-8")] == [1, 4, 2, 1]
     assert [catalog.hosts(t) for t in ("v5litepod-16", "v6e-256", "v4-12", "x-8")] == [

@@ -7,6 +7,11 @@ client's table must show up as a refusal here, as it would against the real serv
 Naming, as the service uses it: ``<family>-<size>``. v2, v3, v4 and v5p count TensorCores (two
 per chip, four chips per host); v5litepod (v5e) and v6e count chips, one host for 1, 4 or 8
 chips and four chips per host from 16 up.
+
+TPU7x (Ironwood) is not served: the public reference offers it through GKE and Compute Engine
+machine types, not as TPU API nodes (the v2 AcceleratorConfig.Type enum ends at V6E and the TPU
+software versions guide has no runtime for it), so a ``tpu7x-*`` type is refused as the service
+refuses any type it does not offer.
 """
 
 from __future__ import annotations
