@@ -282,8 +282,10 @@ class TpuClient(TpuApiTransport):
         timeout: float = 1800.0,
         poll: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        each: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
-        """Poll an operation until it is done; return it, or raise if it failed or timed out."""
+        """Poll an operation until it is done; return it, or raise if it failed or timed out.
+        ``each`` is called with the operation after every read (a module's progress line)."""
         current = dict(operation)
         deadline = clock() + timeout
         while not current.get("done"):
@@ -302,6 +304,8 @@ class TpuClient(TpuApiTransport):
                 )
             self._sleep(poll)
             current = self.get_operation(str(current["name"]))
+            if each is not None:
+                each(current)
         error = current.get("error")
         if isinstance(error, Mapping):
             meta = current.get("metadata") or {}

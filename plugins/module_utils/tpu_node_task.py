@@ -5,19 +5,25 @@
 With ``journal`` (recover.yml), the node's spec is kept in the controller's recovery journal
 (``tpu_journal.py``) before the node is deleted, secret values included, and a hidden marker
 (``tpu_secrets.py``) in the wanted metadata is resolved from the node itself or from that
-journal: the secrets of a node never pass through a playbook's variables."""
+journal: the secrets of a node never pass through a playbook's variables.
+
+While it waits, every state read is a progress line (``tpu_progress.py``), which the action
+plugin shows as it comes; during an operation the node is read at every poll for it, only when
+the action asks for the lines."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.cloudtpu.pod.plugins.module_utils import tpu_journal
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import TpuClient
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import TpuApiError, TpuClient
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_create import create_or_find
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
     default_runtime_version,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_progress import ProgressLog
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
     LOST_STATES,
     MUTABLE_FIELDS,
@@ -50,6 +56,7 @@ class NodeTask:
         self.poll = max(0.01, float(params["poll_interval"]))
         self.deadline = Deadline(params["timeout"])
         self.check = module.check_mode
+        self.progress = ProgressLog()  # lines for the action plugin, when it asks for them
         self.journal = bool(params.get("journal"))
         self.state_dir = params.get("state_dir") or None
         self.wanted = {field: params[field] for field in SPEC_FIELDS}
@@ -105,7 +112,41 @@ class NodeTask:
 
     def finish(self, operation: dict[str, Any]) -> None:
         if self.wait:
-            self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
+            self.wait_operation(operation)
+
+    def wait_operation(self, operation: dict[str, Any]) -> None:
+        """Wait for the operation; with progress on, the node's state is read at every poll."""
+        each = self.show_node if self.progress.on else None
+        self.client.wait_operation(
+            operation, timeout=self.deadline.left(), poll=self.poll, each=each
+        )
+
+    def show_node(self, operation: dict[str, Any]) -> None:
+        """A progress line with the node's state (``pod-a: CREATING (40 s)``) while an
+        operation on it runs."""
+        if operation.get("done"):
+            return  # the wait for the node's state that follows shows it
+        try:
+            node = self.client.find_node(self.project, self.zone, self.name)
+        except TpuApiError as exc:  # a read for the progress line only: the wait goes on
+            self.progress.line(self.name, "?", f", not read: {exc.reason or exc.status}")
+            return
+        self.progress.line(self.name, node.get("state", "?") if node else "gone")
+
+    def wait_node(
+        self, done: Callable[[dict[str, Any] | None], bool], what: str
+    ) -> dict[str, Any] | None:
+        return wait_node(
+            self.client,
+            self.project,
+            self.zone,
+            self.name,
+            done,
+            self.deadline,
+            self.poll,
+            what,
+            progress=self.progress,
+        )
 
     def settle(self, node: dict[str, Any] | None) -> dict[str, Any] | None:
         """Wait while the node is on its way somewhere (creating, deleting, stopping, ...)."""
@@ -113,29 +154,16 @@ class NodeTask:
             return node
         if not self.wait or self.check:
             return node
-        return wait_node(
-            self.client,
-            self.project,
-            self.zone,
-            self.name,
+        return self.wait_node(
             lambda n: n is None or n.get("state") not in TRANSITIONAL_STATES,
-            self.deadline,
-            self.poll,
             "settled (not " + node["state"] + ")",
         )
 
     def wait_for(self, states: tuple[str, ...]) -> dict[str, Any] | None:
         if not self.wait:
             return self.client.find_node(self.project, self.zone, self.name)
-        return wait_node(
-            self.client,
-            self.project,
-            self.zone,
-            self.name,
-            lambda n: n is not None and n.get("state") in states,
-            self.deadline,
-            self.poll,
-            " or ".join(states),
+        return self.wait_node(
+            lambda n: n is not None and n.get("state") in states, " or ".join(states)
         )
 
     def delete(self, node: dict[str, Any], wait: bool | None = None) -> None:
@@ -144,18 +172,9 @@ class NodeTask:
         if node.get("state") != "DELETING":
             operation = self.client.delete_node(self.project, self.zone, self.name)
             if wait:
-                self.client.wait_operation(operation, timeout=self.deadline.left(), poll=self.poll)
+                self.wait_operation(operation)
         if wait:
-            wait_node(
-                self.client,
-                self.project,
-                self.zone,
-                self.name,
-                lambda n: n is None,
-                self.deadline,
-                self.poll,
-                "deleted",
-            )
+            self.wait_node(lambda n: n is None, "deleted")
 
     def create(self) -> dict[str, Any] | None:
         if not self.wanted.get("runtime_version") and self.wanted.get("accelerator_type"):

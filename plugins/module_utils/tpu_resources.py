@@ -386,10 +386,14 @@ def wait_node(
     poll: float,
     what: str,
     sleep: Callable[[float], None] = time.sleep,
+    progress: Any = None,
 ) -> dict[str, Any] | None:
-    """Poll a node until ``done(node or None)``; raise a TIMEOUT TpuApiError naming ``what``."""
+    """Poll a node until ``done(node or None)``; raise a TIMEOUT TpuApiError naming ``what``.
+    ``progress`` (a ``tpu_progress.ProgressLog``) gets the state seen at every read."""
     while True:
         node = client.find_node(project, zone, name)
+        if progress is not None:
+            progress.line(name, node.get("state", "?") if node else "gone")
         if done(node):
             return node
         if deadline.passed():

@@ -17,6 +17,11 @@ description:
     retired v1 TPU Node API; this module speaks v2.
   - Waits for the long-running operation and for the node to be C(READY) (or gone), up to
     O(timeout) seconds.
+  - "While it waits, a line with the node's state is printed at every poll (every
+    O(poll_interval) seconds), such as C(pod-a: CREATING (40 s)), under any callback and with
+    no configuration. The lines come from the collection's action plugin of the same name when
+    the module runs on the controller (connection local, as for C(hosts: localhost)); a module
+    run on another host, an async task, a task with C(no_log) and check mode print none."
   - An existing node with the same spec is left alone. Only the options a task sets are
     compared. O(description), O(labels), O(metadata) and O(tags) are changed in place. Any
     other difference (accelerator type, runtime version, network, scheduling, service account,
