@@ -176,13 +176,20 @@ def worker_lines(
         )
     ]
     lines.extend("      " + describe_run(r) for r in probe.get("runs") or [])
-    info = probe.get("tpu_info") or {}
-    if info.get("shown"):
-        lines.append("      tpu-info:")
-        lines.extend("        " + line for line in str(info.get("output") or "").splitlines())
-    else:
-        lines.append(f"      tpu-info: not shown, {info.get('reason') or 'no answer'}")
+    lines.extend(describe_tpu_info(probe.get("tpu_info")))
     return lines
+
+
+def describe_tpu_info(info: Any) -> list[str]:
+    """The worker's tpu-info lines: its tables; ``no TPU device`` where tpu-info found no TPU
+    chip (a container, a CPU host); else why they are not shown."""
+    info = info if isinstance(info, Mapping) else {}
+    if info.get("shown"):
+        output = str(info.get("output") or "").splitlines()
+        return ["      tpu-info:"] + ["        " + line for line in output]
+    if info.get("no_device"):
+        return [f"      tpu-info: no TPU device ({info.get('reason') or 'no TPU chip found'})"]
+    return [f"      tpu-info: not shown, {info.get('reason') or 'no answer'}"]
 
 
 def _node_header(name: str, node: Mapping[str, Any], count: int) -> str:

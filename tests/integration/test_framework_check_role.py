@@ -59,26 +59,29 @@ STANDIN = textwrap.dedent(
 )
 
 
-def build_wheel(folder: Path, version: str) -> Path:
-    """A pure-Python wheel of the stand-in jax, with a RECORD that carries real hashes."""
+def build_wheel(folder: Path, version: str, name: str = "jax") -> Path:
+    """A pure-Python wheel of the stand-in jax (or an empty package of another name, such as
+    tpu-info), with a RECORD that carries real hashes."""
+    module = name.replace("-", "_")
+    code = STANDIN.format(version=version) if name == "jax" else f'__version__ = "{version}"\n'
     files = {
-        "jax/__init__.py": STANDIN.format(version=version).encode(),
-        f"jax-{version}.dist-info/METADATA": (
-            f"Metadata-Version: 2.1\nName: jax\nVersion: {version}\n".encode()
+        f"{module}/__init__.py": code.encode(),
+        f"{module}-{version}.dist-info/METADATA": (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
         ),
-        f"jax-{version}.dist-info/WHEEL": (
+        f"{module}-{version}.dist-info/WHEEL": (
             b"Wheel-Version: 1.0\nGenerator: cloudtpu-tests\nRoot-Is-Purelib: true\n"
             b"Tag: py3-none-any\n"
         ),
     }
-    record = f"jax-{version}.dist-info/RECORD"
+    record = f"{module}-{version}.dist-info/RECORD"
     lines = []
     for name, data in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
         lines.append(f"{name},sha256={digest},{len(data)}")
     lines.append(f"{record},,")
     files[record] = ("\n".join(lines) + "\n").encode()
-    path = folder / f"jax-{version}-py3-none-any.whl"
+    path = folder / f"{module}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as wheel:
         for name, data in files.items():
             wheel.writestr(name, data)
@@ -86,14 +89,17 @@ def build_wheel(folder: Path, version: str) -> Path:
 
 
 def write_index(root: Path, versions: list[str]) -> str:
-    """A PEP 503 simple index in ``root`` serving the stand-in jax ``versions``."""
-    project = root / "jax"
-    project.mkdir(parents=True, exist_ok=True)
-    links = []
-    for version in versions:
-        wheel = build_wheel(project, version)
-        links.append(f'<a href="{wheel.name}">{wheel.name}</a><br>')
-    (project / "index.html").write_text("<html><body>" + "".join(links) + "</body></html>\n")
+    """A PEP 503 simple index in ``root`` serving the stand-in jax ``versions``, and a stand-in
+    tpu-info (tpu_framework_tpu_info is on by default)."""
+    for name, releases in (("jax", versions), ("tpu-info", ["0.0.1"])):
+        project = root / name
+        project.mkdir(parents=True, exist_ok=True)
+        links = []
+        for version in releases:
+            wheel = build_wheel(project, version, name)
+            links.append(f'<a href="{wheel.name}">{wheel.name}</a><br>')
+        page = "<html><body>" + "".join(links) + "</body></html>\n"
+        (project / "index.html").write_text(page)
     return f"file://{root}/"
 
 
@@ -148,9 +154,13 @@ class Worker:
         )
         return result, result.stdout + result.stderr
 
-    def installed(self) -> str:
+    def installed(self, module: str = "jax") -> str:
         out = subprocess.run(
-            [str(self.venv / "bin" / "python"), "-c", "import jax; print(jax.__version__)"],
+            [
+                str(self.venv / "bin" / "python"),
+                "-c",
+                f"import {module}; print({module}.__version__)",
+            ],
             capture_output=True,
             text=True,
             check=False,
@@ -202,6 +212,7 @@ def test_first_run_installs_the_pinned_release(worker):
     assert result.returncode == 0, out[-3000:]
     assert task_status(out, INSTALL) == "changed"
     assert worker.installed() == "0.10.2"
+    assert worker.installed("tpu_info") == "0.0.1", "tpu-info was not installed with jax"
     assert "jax 0.10.2: CPU fallback" in out, out[-3000:]
 
 
@@ -211,6 +222,24 @@ def test_second_run_installs_nothing(worker):
     # The pinned release is in place, as the first run recorded: the role's tasks do not run.
     assert task_status(out, TASKS) == "skipping"
     assert re.search(r"localhost\s*:\s*ok=\d+\s+changed=0\b", out), out[-3000:]
+
+
+def test_pinned_release_with_its_tools_needs_no_dry_run(worker):
+    # The tasks run (no fast path): the pinned jax and tpu-info are both in the venv, so the
+    # installer is not asked.
+    result, out = worker.run(tpu_fast_path=False)
+    assert result.returncode == 0, out[-3000:]
+    assert task_status(out, DRY_RUN) == "skipping"
+    assert task_status(out, INSTALL) == "skipping"
+
+    # tpu-info removed behind the role's back: the pinned jax alone does not do.
+    pip = [str(worker.venv / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", "tpu-info"]
+    subprocess.run(pip, check=True, capture_output=True)
+    result, out = worker.run(tpu_fast_path=False)
+    assert result.returncode == 0, out[-3000:]
+    assert task_status(out, DRY_RUN) == "ok"
+    assert task_status(out, INSTALL) == "changed"
+    assert worker.installed("tpu_info") == "0.0.1"
 
 
 def test_latest_stays_while_the_index_has_nothing_newer(worker):

@@ -164,6 +164,9 @@ def test_status(journey: Journey) -> None:
     for host, address in zip(WORKERS, journey.addresses(), strict=True):
         assert host_line(run.output, host, re.escape(address)), f"{host} {address}:\n{run.tail()}"
     assert journey.facts["detached"] in run.output, f"the detached run is not shown:\n{run.tail()}"
+    # site.yml put tpu-info in the venv (tpu_framework_tpu_info); the containers have no TPU chip.
+    no_device = "tpu-info: no TPU device (tpu-info: No TPU chips found.)"
+    assert run.output.count(no_device) == len(WORKERS), f"no {no_device!r}:\n{run.tail()}"
 
 
 def test_preempt(journey: Journey) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from ansible_collections.cloudtpu.pod.plugins.filter.status_api_errors import st
 from ansible_collections.cloudtpu.pod.plugins.filter.status_table import (
     FilterModule,
     describe_locks,
+    describe_tpu_info,
     format_uptime,
     parse_probe,
     status_table,
@@ -140,6 +143,25 @@ def test_ready_node_with_runs_and_tpu_info():
     assert "        chip 1  HBM 0.5 GiB" in lines, text
     assert "tpu-info: not shown, tpu-info is not installed in /home/u/.venv310" in text
     assert text.count("pod-w1") == 1, text
+
+
+@pytest.mark.parametrize(
+    ("info", "line"),
+    [
+        (
+            {"shown": False, "no_device": True, "reason": "tpu-info: No TPU chips found."},
+            "      tpu-info: no TPU device (tpu-info: No TPU chips found.)",
+        ),
+        (
+            {"shown": False, "reason": "tpu-info failed (rc 1): x"},
+            "      tpu-info: not shown, tpu-info failed (rc 1): x",
+        ),
+        (None, "      tpu-info: not shown, no answer"),
+        ("garbage", "      tpu-info: not shown, no answer"),
+    ],
+)
+def test_tpu_info_line(info, line):
+    assert describe_tpu_info(info) == [line]
 
 
 def test_preempted_node_shows_its_workers_from_the_api():
@@ -297,7 +319,8 @@ def test_probe_without_tools_or_devices_says_why(tmp_path: Path):
     assert "tpu-unlock is not installed" in found["locks"]["error"]
     assert found["tpu_info"] == {
         "shown": False,
-        "reason": f"tpu-info is not installed in {tmp_path / 'venv'}",
+        "reason": f"tpu-info is not installed in {tmp_path / 'venv'} (the framework role installs"
+        " it: tpu_framework_tpu_info: true)",
     }
 
 
@@ -321,10 +344,62 @@ def test_probe_runs_tpu_unlock_dry_run_and_tpu_info(tmp_path: Path):
     assert found["tpu_info"] == {"shown": True, "output": "chip 0 busy"}
 
 
-def test_probe_with_tpu_info_but_no_device(tmp_path: Path):
-    write_tool(tmp_path / "venv" / "bin" / "tpu-info", "echo never")
+# What tpu-info 0.14 prints where the machine has no TPU chip (and rc 0); without libtpu in the
+# venv, a warning panel comes first and a line on standard error.
+NO_CHIP = (
+    "echo '| Compatibility Warning |'; echo 'ERROR: libtpu not found.' >&2; "
+    "echo 'No TPU chips found.'"
+)
+
+
+def test_probe_says_no_tpu_device_where_tpu_info_finds_no_chip(tmp_path: Path):
+    write_tool(tmp_path / "venv" / "bin" / "tpu-info", NO_CHIP)
     found = run_probe(tmp_path)
-    assert found["tpu_info"] == {"shown": False, "reason": "no TPU device on this worker"}
+    assert found["tpu_info"] == {
+        "shown": False,
+        "no_device": True,
+        "reason": "tpu-info: No TPU chips found.",
+    }
+    lines = status_table([], [report("pod-w0", 0, probe=found)])
+    assert "      tpu-info: no TPU device (tpu-info: No TPU chips found.)" in lines, lines
+
+
+def test_probe_with_device_files_but_no_chip_is_not_called_no_device(tmp_path: Path):
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "accel0").write_text("")
+    write_tool(tmp_path / "venv" / "bin" / "tpu-info", NO_CHIP)
+    found = run_probe(tmp_path)["tpu_info"]
+    assert found == {
+        "shown": False,
+        "reason": "tpu-info found no TPU chip, though device files exist: "
+        + str(tmp_path / "dev" / "accel0"),
+    }
+
+
+def test_probe_shows_tpu_info_that_fails(tmp_path: Path):
+    write_tool(
+        tmp_path / "venv" / "bin" / "tpu-info", "echo 'Traceback' >&2; echo 'boom' >&2; exit 2"
+    )
+    found = run_probe(tmp_path)["tpu_info"]
+    assert found == {"shown": False, "reason": "tpu-info failed (rc 2): boom"}
+    lines = status_table([], [report("pod-w0", 0, probe={"tpu_info": found})])
+    assert "      tpu-info: not shown, tpu-info failed (rc 2): boom" in lines, lines
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to the venv's owner needs root")
+def test_probe_runs_tpu_info_as_the_venv_owner_not_root(tmp_path: Path):
+    # pytest's own folders are root's alone: the venv's owner (nobody) must reach the tool.
+    outside = Path(tempfile.mkdtemp(prefix="status-probe-"))
+    try:
+        outside.chmod(0o755)
+        venv = outside / "venv"
+        write_tool(venv / "bin" / "tpu-info", 'echo "uid $(id -u) home $HOME in $(pwd)"')
+        os.chown(venv, 65534, 65534)
+        found = run_probe(tmp_path, venv=venv)["tpu_info"]
+    finally:
+        shutil.rmtree(outside)
+    assert found["shown"] and found["output"].startswith("uid 65534 home "), found
+    assert found["output"].endswith(" in /"), found
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc")
