@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
@@ -52,8 +53,12 @@ CLIS = {
     "ansible": "ansible.cli.adhoc",
     "ansible-inventory": "ansible.cli.inventory",
 }
-_SERVERS: dict[tuple, _Server] = {}
+# Servers kept, the most recently used last: a file whose tests each give another environment
+# (a temporary folder of their own, say) keeps only the newest few, not one per test.
+_SERVERS: OrderedDict[tuple, _Server] = OrderedDict()
+_CLOSING: list[threading.Thread] = []
 _LOCK = threading.Lock()
+KEEP = 3
 
 
 def enabled() -> bool:
@@ -84,6 +89,12 @@ def run(
         server = _SERVERS.get(key)
         if server is None or not server.alive():
             server = _SERVERS[key] = _Server(folder, environment)
+        _SERVERS.move_to_end(key)
+        old = [_SERVERS.pop(k) for k in list(_SERVERS)[: max(0, len(_SERVERS) - KEEP)]]
+    for stale in old:  # stopped beside this run: each waits for its runs (other threads') to end
+        closing = threading.Thread(target=stale.close, daemon=True)
+        closing.start()
+        _CLOSING.append(closing)
     return server.run(argv, input, timeout)
 
 
@@ -92,8 +103,12 @@ def close_all() -> None:
     with _LOCK:
         servers = list(_SERVERS.values())
         _SERVERS.clear()
+        closing = list(_CLOSING)
+        _CLOSING.clear()
     for server in servers:
         server.close()
+    for thread in closing:
+        thread.join()
 
 
 class _Server:

@@ -96,6 +96,18 @@ def test_each_environment_has_a_server_of_its_own(play: Path, tmp_path: Path) ->
     assert '"msg": "two"' in said[1]
 
 
+def test_only_the_newest_servers_are_kept(play: Path, tmp_path: Path) -> None:
+    cmd = [str(forked_cli.PLAYBOOK), "-i", "localhost,", str(play), "-e", "fail=false"]
+    for number in range(forked_cli.KEEP + 2):
+        env = ansible_env(WORD=str(number), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+        assert forked_cli.run(cmd, cwd=tmp_path, env=env, timeout=120).returncode == 0
+    kept = [dict(key[1])["WORD"] for key in forked_cli._SERVERS]
+    closing = list(forked_cli._CLOSING)
+    forked_cli.close_all()
+    assert kept == [str(n) for n in range(2, forked_cli.KEEP + 2)]
+    assert len(closing) == 2 and not any(thread.is_alive() for thread in closing)
+
+
 def test_runs_side_by_side_and_a_timeout_kills_the_run(tmp_path: Path) -> None:
     slow = tmp_path / "slow.yml"
     slow.write_text(
