@@ -193,6 +193,10 @@ def test_the_service_account_is_the_projects_default_with_the_nodes_scopes(pod: 
         "email": email,
         "scopes": ["https://www.googleapis.com/auth/cloud-platform"],
     }
+    scopes = pod.get("/computeMetadata/v1/instance/service-accounts/default/scopes")
+    assert scopes[:2] == (200, "https://www.googleapis.com/auth/cloud-platform\n")
+    account = pod.get("/computeMetadata/v1/instance/service-accounts/default/")[1]
+    assert account.splitlines() == ["aliases", "email", "scopes", "token"]
     token = json.loads(pod.get("/computeMetadata/v1/instance/service-accounts/default/token")[1])
     assert token["token_type"] == "Bearer" and 3000 < token["expires_in"] <= 3599
     same = json.loads(pod.get(f"/computeMetadata/v1/instance/service-accounts/{email}/token")[1])

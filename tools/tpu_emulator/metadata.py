@@ -80,16 +80,22 @@ def _camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def _json(value: Any, raw: bool = False) -> Any:
+def _json(value: Any) -> Any:
+    """A recursive answer: built-in names in camelCase, the keys of Raw folders as they are."""
     if isinstance(value, dict):
-        keep = raw or isinstance(value, Raw)
-        return {
-            (key if keep else _camel(key)): _json(item, isinstance(value, Raw))
-            for key, item in value.items()
-        }
+        keep = isinstance(value, Raw)
+        return {(key if keep else _camel(key)): _json(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_json(item) for item in value]
     return value
+
+
+def _folder(value: Any) -> bool:
+    """A folder: a mapping, or a list of folders (network-interfaces/0/); a list of strings
+    (scopes, aliases) is a value, one a line."""
+    return isinstance(value, dict) or (
+        isinstance(value, list) and not all(isinstance(item, str) for item in value)
+    )
 
 
 def _text(status: int, message: str) -> Answer:
@@ -190,22 +196,24 @@ class MetadataService:
                 return _text(404, f"{split.path} was not found.")
         recursive = (query.get("recursive") or ["false"])[0].lower() == "true"
         alt = (query.get("alt") or ["json" if recursive else "text"])[0]
-        if isinstance(value, (dict, list)):
+        if _folder(value):
             if not folder:
                 location = split.path + "/" + (f"?{split.query}" if split.query else "")
                 return Answer(301, location=location)
             if recursive:
                 if alt != "json":
                     return _text(400, "alt=text with recursive=true is not emulated; use alt=json.")
-                return _json_answer(_json(_drop_tokens(value), isinstance(value, Raw)))
+                return _json_answer(_json(_drop_tokens(value)))
             names = range(len(value)) if isinstance(value, list) else value
             items = value if isinstance(value, dict) else dict(enumerate(value))
-            lines = [f"{n}/" if isinstance(items[n], (dict, list)) else str(n) for n in names]
+            lines = [f"{n}/" if _folder(items[n]) else str(n) for n in names]
             return Answer(200, "".join(f"{line}\n" for line in lines).encode())
         if folder:
             return _text(404, f"{split.path} is not a folder.")
         if alt == "json":
             return _json_answer(value)
+        if isinstance(value, list):
+            return Answer(200, "".join(f"{line}\n" for line in value).encode())
         return Answer(200, str(value).encode())
 
     def _token(self, account: list[str], tree: dict[str, Any]) -> Answer:
