@@ -5,7 +5,8 @@ For every worker count, on a fresh pod each time (the TPU API emulator with its 
 push is provision.yml, then ``ansible-playbook site.yml --tags TAGS`` from this machine over SSH;
 pull is provision.yml with ``tpu_provision_bootstrap=pull`` and the same tags (each worker's
 startup-script installs a pinned Ansible and runs ansible-pull of site.yml with a local
-connection; provision waits until every worker has reported its exit code); nowait is pull with
+connection; provision waits until every worker has published its exit code as a guest attribute,
+read through the TPU API); nowait is pull with
 ``tpu_provision_pull_wait=false`` (provision returns once SSH answers: the controller's own share
 of a pull). Measured for each:
 wall time until every worker is bootstrapped, and the controller's CPU time (user + system of
@@ -15,7 +16,8 @@ around them). The workers' own CPU is not the controller's and is not counted on
 The workers clone this repository's HEAD from ``git daemon`` on this machine and call the
 emulator's API, which listens on every address, as host.docker.internal over plain http: not a
 loopback address, so the pull runs name that host in ``tpu_provision_pull_api_http_hosts`` (the
-bench token crosses the Docker network in clear). Sides alternate order between worker counts.
+token of the worker's service account, from its metadata server, crosses the Docker network in
+clear). Sides alternate order between worker counts.
 
     bench/pull/run.py --workers 1 2 4 --markdown BENCHMARKS.md
 
@@ -208,10 +210,10 @@ class Bench:
                     "tpu_provision_bootstrap": "pull",
                     "tpu_provision_pull_repo": self.git_url,
                     "tpu_provision_pull_tags": self.opts.tags.split(","),
-                    "tpu_provision_pull_auth_kind": "accesstoken",
-                    "tpu_provision_pull_access_token": "bench-token",
+                    # the worker's service account, from its metadata server, as on Google Cloud
+                    "tpu_provision_pull_auth_kind": "machineaccount",
                     "tpu_provision_pull_api_endpoint": f"http://host.docker.internal:{self.opts.port}/v2",
-                    # plain http beyond loopback, asked for by name (the token is a bench one)
+                    # plain http beyond loopback, asked for by name (the emulator's own tokens)
                     "tpu_provision_pull_api_http_hosts": ["host.docker.internal"],
                     "tpu_provision_pull_installer": self.opts.installer,
                     # nowait: provision returns once SSH answers; the workers go on alone

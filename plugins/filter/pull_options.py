@@ -18,6 +18,13 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options impor
     parse_http_hosts,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import number_problem
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pull import (
+    LOG_BYTES,
+    LOG_KEY,
+    LOG_LINES,
+    NAMESPACE,
+    RESULT_KEY,
+)
 
 DOCUMENTATION = r"""
 name: pull_options
@@ -273,6 +280,15 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
             "nodes": " ".join(shlex.quote(n) for n in nodes),
             "nodes_count": str(len(nodes)),
             "login_user": shlex.quote(login_user),
+            # where the worker publishes its result (module_utils/tpu_pull.py reads it)
+            "guest_attributes": shlex.quote(
+                "http://metadata.google.internal/computeMetadata/v1/instance/guest-attributes/"
+                + NAMESPACE
+            ),
+            "result_key": shlex.quote(RESULT_KEY),
+            "log_key": shlex.quote(LOG_KEY),
+            "log_lines": str(LOG_LINES),
+            "log_bytes": str(LOG_BYTES),
         },
         inventory=json.dumps(inventory, indent=2, sort_keys=True),
         env="".join(f"export {key}={shlex.quote(value)}\n" for key, value in env.items()),

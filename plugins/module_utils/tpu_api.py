@@ -264,6 +264,35 @@ class TpuClient(TpuApiTransport):
             resource=f"TPU node {node}",
         )
 
+    def get_guest_attributes(
+        self,
+        project: str,
+        zone: str,
+        node: str,
+        query_path: str = "",
+        worker_ids: Sequence[int | str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """What the node's workers published as guest attributes (their metadata server's
+        ``instance/guest-attributes/``), under ``query_path`` (``''`` all, ``ns/`` one namespace,
+        ``ns/key`` one key): one ``{queryPath, queryValue: {items: [{namespace, key, value}]}}``
+        per worker asked for (default: every worker), in worker order."""
+        body: dict[str, Any] = {}
+        if query_path:
+            body["queryPath"] = query_path
+        if worker_ids:
+            body["workerIds"] = [str(worker) for worker in worker_ids]
+        data = self.request(
+            "POST",
+            self._node_path(project, zone, node) + ":getGuestAttributes",
+            body=body,
+            project=project,
+            zone=zone,
+            permission="tpu.nodes.get",
+            resource=f"TPU node {node}",
+            answer="nodes.getGuestAttributes",
+        )
+        return list(data.get("guestAttributes") or [])
+
     # -- operations ---------------------------------------------------------------------------
 
     def get_operation(self, name: str) -> dict[str, Any]:

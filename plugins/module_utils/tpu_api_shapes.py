@@ -102,14 +102,24 @@ QUEUED_RESOURCE = {
     "state": {"state": str, "stateInitiator": str, "failedData": {"error": _STATUS}},
 }
 LOCATION = {"name": str, "locationId": str, "displayName": str, "labels": MapOf(str)}
+GUEST_ATTRIBUTES = {
+    "guestAttributes": [
+        {
+            "queryPath": str,
+            "queryValue": {"items": [{"namespace": str, "key": str, "value": str}]},
+        }
+    ]
+}
 
 
 def _page(key: str, item: Any) -> dict[str, Any]:
     return {key: [item], "nextPageToken": str, "unreachable": [str]}
 
 
-# The answer of each call, by the IAM permission the call needs (what the client names it by).
+# The answer of each call, by the IAM permission the call needs (what the client names it by),
+# or by the method's name where two calls need the same permission.
 ANSWERS: dict[str, Any] = {
+    "nodes.getGuestAttributes": GUEST_ATTRIBUTES,
     "tpu.locations.list": _page("locations", LOCATION),
     "tpu.nodes.list": _page("nodes", NODE),
     "tpu.nodes.get": NODE,

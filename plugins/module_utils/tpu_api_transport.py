@@ -203,12 +203,15 @@ class TpuApiTransport:
         permission: str = "",
         resource: str = "",
         once: bool = False,
+        answer: str = "",
     ) -> dict[str, Any]:
         """Send one API call (with retries) and return the decoded JSON answer.
 
         ``once``: the call is not safe to repeat blindly (a create). When no answer comes back
         it is not sent again: :class:`TpuApiError` with reason ``OUTCOME_UNKNOWN`` says that it
         may have been carried out, so that the caller looks before sending it again.
+        ``answer``: the name of the answer's shape in ``tpu_api_shapes.ANSWERS`` when it is not
+        ``permission`` (calls that need the same permission and answer differently).
         """
         url = self._url(path)
         idempotent = method in ("GET", "DELETE")
@@ -281,7 +284,7 @@ class TpuApiTransport:
                 url=url,
             ) from None
         # One check of every answer against the API's shapes, before any caller reads it.
-        problem = answer_problem(data, permission)
+        problem = answer_problem(data, answer or permission)
         if problem:
             raise TpuApiError(
                 f"The TPU API's answer to {permission[4:] or 'the call'} ({method} {url}) does "

@@ -3,21 +3,31 @@ startup-script, the emulator's Docker worker runs it at boot as a TPU VM does, a
 bootstraps itself (a pinned Ansible in a venv, ansible-pull of site.yml from this repository,
 local connection) while the controller only waits for its result.
 
-The repository's own HEAD is served to the worker by `git daemon` on this machine
-(git://host.docker.internal:PORT/), and the emulator listens on every address so the worker's
-inventory reaches its API, over plain http to host.docker.internal: not a loopback address, so
-the run names that host in tpu_provision_pull_api_http_hosts (the demo token crosses the Docker
-network in clear). One worker (v4-8) and the python and libtpu roles only, to keep it
-short. Checked from the controller over SSH: the pull's exit code file says 0, the login user's
-venv runs, tpu-unlock is installed, and provision's own output ran no site.yml task. Then
-recover.yml recreates the node: it waits for the new worker's own pull (the startup-script comes
-back with the spec) and runs no role from the controller.
+As on Google Cloud, the worker authenticates with its VM's service account (auth kind
+machineaccount: google-auth's compute-engine credentials ask the metadata server at
+metadata.google.internal for a token; the emulator serves one on every node's Docker network and
+its API accepts the tokens it hands out), and it publishes its result as a guest attribute of
+its VM, which provision.yml and recover.yml read through the TPU API (getGuestAttributes), with
+no SSH. The test proves both from the emulator's side: API calls made with the tokens its
+metadata servers handed out, getGuestAttributes calls, and the result the API shows.
+
+Where this differs from Google Cloud: the emulator's API is reached over plain http at
+host.docker.internal (the repository's HEAD too, served by `git daemon` on this machine), so the
+run names that host in tpu_provision_pull_api_http_hosts and the token crosses the Docker
+network in clear; on Google Cloud the workers call https://tpu.googleapis.com. One worker (v4-8)
+and the python and libtpu roles only, to keep it short. The controller still checks the worker
+over SSH afterwards (the test's own evidence, not provision's): the pull's exit code file says
+0, the login user's venv runs, tpu-unlock is installed, and the metadata server refuses requests
+without the Metadata-Flavor header or with X-Forwarded-For. Then recover.yml recreates the node:
+it waits for the new worker's own pull (the startup-script comes back with the spec), reading
+the new VM's guest attributes, and runs no role from the controller.
 
 Skipped, with the reason printed, when no Docker daemon answers or git is missing.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -25,6 +35,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +51,7 @@ from tests.integration.lifecycle_support import (
     run,
 )
 from tests.integration.test_lifecycle_docker import docker_unavailable
+from tools.tpu_emulator.testing import call
 
 IMAGE = os.environ.get("CLOUDTPU_TEST_IMAGE", "cloudtpu-pod-worker:current")
 NODE = "pod-pull"
@@ -118,6 +130,20 @@ def emulator(worker_image: str) -> Iterator[EmulatorCli]:
         )
 
 
+def published(emulator: EmulatorCli) -> dict[str, Any]:
+    """Worker 0's pull result as the TPU API shows it (getGuestAttributes, from here)."""
+    status, body = call(
+        emulator.root_url,
+        "POST",
+        f"/v2/projects/{PROJECT}/locations/{ZONE}/nodes/{NODE}:getGuestAttributes",
+        {"queryPath": "cloudtpu/pull-result", "workerIds": ["0"]},
+    )
+    assert status == 200, body
+    items = body["guestAttributes"][0]["queryValue"].get("items") or []
+    assert len(items) == 1, body
+    return json.loads(items[0]["value"])
+
+
 def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_path: Path) -> None:
     key = tmp_path / "id_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
@@ -145,32 +171,55 @@ def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_
         "tpu_provision_bootstrap": "pull",
         "tpu_provision_pull_repo": git_server,
         "tpu_provision_pull_tags": ["python", "libtpu"],
-        "tpu_provision_pull_auth_kind": "accesstoken",
-        "tpu_provision_pull_access_token": "demo-token",
+        "tpu_provision_pull_auth_kind": "machineaccount",
         "tpu_provision_pull_api_endpoint": f"http://host.docker.internal:{port}/v2",
         "tpu_provision_pull_api_http_hosts": ["host.docker.internal"],
         "tpu_provision_pull_vars": {"tpu_python_version": PYTHON},
         "tpu_provision_pull_timeout": 900,
     }
     try:
+        emulator.admin("POST", "stats/reset")
         provision = playbook("provision.yml", env, *extra_vars({**common, **pull}), timeout=1200)
         print(f"[{provision.seconds:6.1f} s] provision with pull: rc={provision.returncode}")
         assert provision.returncode == 0, provision.tail(80)
-        assert f"{WORKER} bootstrapped itself: ansible-pull exit code 0" in provision.stdout
-        # The controller ran no bootstrap play: only the SSH wait and the pull's result.
+        finished = f"{NODE} worker 0: bootstrapped itself, ansible-pull exit code 0 after"
+        assert finished in provision.stdout, provision.tail(40)
+        # a line per poll, with the workers done out of all, under the default callback
+        progress = [ln for ln in provision.stdout.splitlines() if ln.startswith("pull bootstrap:")]
+        print(f"{len(progress)} progress lines, the last: {progress[-1:]}")
+        assert progress and progress[-1].startswith("pull bootstrap: 1 of 1 workers done ("), (
+            progress[-3:]
+        )
+        # The controller ran no bootstrap play and read the result without SSH: the worker's
+        # play only forgot old facts and saw SSH answer (tpu_provision_wait_for_ssh).
         assert (
             "PLAY [Bootstrap" not in provision.stdout
             and "cloudtpu.pod.python" not in provision.stdout
         )
         worker = provision.recap()[WORKER]
-        assert worker["changed"] == 0 and worker["failed"] == 0 and worker["ok"] <= 3, worker
-        assert "demo-token" not in provision.output
+        assert worker["changed"] == 0 and worker["failed"] == 0 and worker["ok"] <= 2, worker
+        assert "ya29." not in provision.output  # no worker token reaches the output
+
+        # The emulator's side: the worker's inventory called the API with a token that its
+        # metadata server handed out (machineaccount), and provision read the result through
+        # getGuestAttributes, which shows it.
+        stats = emulator.admin("GET", "stats")
+        print("emulator:", stats["service_account_tokens"], stats["backend"])
+        assert stats["backend"]["metadata_servers"] >= 1, stats["backend"]
+        assert stats["service_account_tokens"]["api_calls"] >= 1, stats["service_account_tokens"]
+        assert stats["by_route"].get("POST nodes.getGuestAttributes", 0) >= 1, stats["by_route"]
+        assert published(emulator)["state"] == "done" and published(emulator)["rc"] == 0
 
         venv = f"~/.venv{PYTHON.replace('.', '')}"
+        metadata = "http://metadata.google.internal/computeMetadata/v1/instance/name"
+        code = "curl -s -o /dev/null -w '%{http_code}\\n' -H 'Metadata-Flavor: Google'"
         checks = (
             f"cat /var/lib/cloudtpu/pull.rc; {venv}/bin/python -V; command -v tpu-unlock; "
             "sudo stat -c '%a %U' /etc/cloudtpu/pull/env; "
             "sudo grep -c 'ok=' /var/log/cloudtpu-pull.log; "
+            "sudo grep -c -e GCP_ACCESS_TOKEN -e accesstoken /etc/cloudtpu/pull/env; "
+            f"{code} {metadata}; {code} -H 'X-Forwarded-For: 10.9.9.9' {metadata}; "
+            f"curl -s -o /dev/null -w '%{{http_code}}\\n' {metadata}; "
             "sudo grep '^pull: ' /var/log/cloudtpu-pull.log"
         )
         ansible = [str(BIN / "ansible"), "-i", "inventories/demo", WORKER]
@@ -183,6 +232,8 @@ def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_
         assert lines[2] == "/usr/local/bin/tpu-unlock", lines
         assert lines[3] == "600 root", lines
         assert int(lines[4]) >= 1, lines  # the worker's own PLAY RECAP
+        assert lines[5] == "0", lines  # no token handed in: the VM's service account
+        assert lines[6:9] == ["200", "403", "403"], lines  # the header; forwarded; no header
 
         # recover.yml recreates the node with its spec, startup-script included: the new worker
         # bootstraps itself again at boot, and recovery waits for that result instead of
@@ -196,10 +247,14 @@ def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_
             "tpu_recover_poll_interval": 0.5,
             "tpu_recover_pull_timeout": 900,
         }
+        before = published(emulator)
         recover = playbook("recover.yml", env, *extra_vars(recover_vars), timeout=1500)
         print(f"[{recover.seconds:6.1f} s] recover the pull node: rc={recover.returncode}")
         assert recover.returncode == 0, recover.tail(80)
-        assert f"{WORKER} bootstrapped itself: ansible-pull exit code 0" in recover.stdout
+        assert finished in recover.stdout, recover.tail(40)
+        after = published(emulator)
+        assert after["state"] == "done" and after["rc"] == 0, after
+        assert after["boot"] > before["boot"], (before, after)  # the new VM's own result
         assert "by themselves: pull mode" in recover.stdout, recover.tail(20)
         assert "cloudtpu.pod.python" not in recover.stdout  # no role ran from the controller
         again = run([*ansible, "-m", "ansible.builtin.shell", "-a", checks], env, 120)

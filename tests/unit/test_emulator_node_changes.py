@@ -248,8 +248,70 @@ def test_workers_get_the_fuse_device_only_when_the_host_has_one(tmp_path, monkey
     backend = object.__new__(DockerBackend)
     backend.image, backend.emulator_id, backend._nodes = "img", "t", {}
     backend._lock = threading.Lock()
+    backend._metadata, backend._listeners, backend._seen = None, {}, {}
     monkeypatch.setattr(backend, "_addresses", lambda node, containers: [])
     backend.create(NodeInfo("p", "z", "n", "v4-8", 1, False))
     (create,) = [call for call in calls if call[0] == "create"]
     assert create[-4:] == ("--device", "/dev/fuse", "img", "/lib/systemd/systemd"), create
     assert "SYS_ADMIN" in create
+
+
+def _docker_backend_without_docker(monkeypatch, gateway: str) -> tuple[DockerBackend, list]:
+    """A DockerBackend whose docker commands are recorded; the node network's gateway is
+    ``gateway`` and worker w0's address 127.0.0.1."""
+    calls: list[tuple[str, ...]] = []
+
+    def docker(*args: str, **_: Any) -> str:
+        calls.append(args)
+        if args[:2] == ("network", "inspect"):
+            return f"{gateway} "
+        if args[0] == "inspect":
+            return "127.0.0.1 "
+        return ""
+
+    monkeypatch.setattr(docker_backend, "_docker", docker)
+    backend = object.__new__(DockerBackend)
+    backend.image, backend.emulator_id, backend._nodes = "img", "t", {}
+    backend._lock = threading.Lock()
+    backend._metadata, backend._listeners, backend._seen = None, {}, {}
+    backend.metadata_problem = ""
+    monkeypatch.setattr(backend, "_addresses", lambda node, containers: [])
+    return backend, calls
+
+
+def test_workers_resolve_the_metadata_server_to_their_networks_gateway(monkeypatch) -> None:
+    """Every worker gets metadata.google.internal pointing at the gateway of its node's network,
+    where the node's metadata server listens; it answers the worker at that address."""
+    monkeypatch.setattr(docker_backend, "METADATA_PORT", 0)  # port 80 wants root
+    backend, calls = _docker_backend_without_docker(monkeypatch, "127.0.0.1")
+    emulator = Emulator({}, backend=backend)
+    info = NodeInfo("p", "z", "n", "v4-8", 1, False)
+    backend.create(info)
+    try:
+        (create,) = [call for call in calls if call[0] == "create"]
+        hosts = [create[i + 1] for i, arg in enumerate(create) if arg == "--add-host"]
+        assert hosts == ["host.docker.internal:host-gateway", "metadata.google.internal:127.0.0.1"]
+        server = backend._listeners[info.key]
+        assert server.address[0] == "127.0.0.1" and backend.describe()["metadata_servers"] == 1
+        assert emulator.metadata is backend._metadata
+        ref = backend._worker_at(info, "127.0.0.1")  # learnt from docker inspect of w0
+        assert (ref.node_id, ref.worker, ref.hostname) == ("n", 0, tpu_vm_hostname(info, 0))
+        assert backend._worker_at(info, "10.9.9.9") is None
+    finally:
+        backend.delete(info)
+    assert backend._listeners == {}  # deleting the node stops its metadata server
+
+
+def test_without_the_port_the_workers_get_no_metadata_server_and_it_is_said(monkeypatch) -> None:
+    backend, calls = _docker_backend_without_docker(monkeypatch, "127.0.0.1")
+    Emulator({}, backend=backend)
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(docker_backend, "MetadataServer", refused)
+    backend.create(NodeInfo("p", "z", "n", "v4-8", 1, False))
+    (create,) = [call for call in calls if call[0] == "create"]
+    assert "metadata.google.internal:127.0.0.1" not in create
+    assert "cannot listen on 127.0.0.1:80 (Permission denied)" in backend.metadata_problem
+    assert backend.describe()["metadata_problem"] == backend.metadata_problem

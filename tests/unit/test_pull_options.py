@@ -205,6 +205,22 @@ def test_the_script_pulls_this_node_with_a_local_connection():
     assert "/var/lib/cloudtpu/pull.rc" in script or '"$state/pull.rc"' in script
 
 
+def test_the_script_publishes_its_result_as_guest_attributes():
+    """What module_utils/tpu_pull.py reads through the TPU API: the worker's metadata server
+    gets the result of this boot (running first, then done with the exit code) and, when the
+    pull failed, the end of its log before it."""
+    script = render(BASE)
+    url = "http://metadata.google.internal/computeMetadata/v1/instance/guest-attributes/cloudtpu"
+    assert f"guest_attributes={url}\n" in script
+    assert "result_key=pull-result\n" in script and "log_key=pull-log\n" in script
+    assert "-X PUT -H 'Metadata-Flavor: Google'" in script
+    first = script.index('publish "$result_key" "{\\"state\\": \\"running\\"')
+    assert first < script.index("retry() {")  # before anything slow: an old boot's result goes
+    done = script.index('publish "$result_key" "{\\"state\\": \\"done\\", \\"rc\\": $rc')
+    assert script.index('| publish "$log_key"') < done  # the log is there when done is seen
+    assert "tail -n 30" in script and "tail -c 3000" in script
+
+
 def test_the_token_goes_only_into_a_root_only_file():
     script = render(
         {

@@ -74,6 +74,10 @@ class Backend:
     def update_metadata(self, node: NodeInfo) -> None:
         """The node's metadata changed (``node.metadata`` is the new one), for running workers."""
 
+    def attach_metadata(self, service: Any) -> None:
+        """The emulator's metadata answers (``metadata.MetadataService``), for a backend whose
+        workers get a metadata server; the others ignore it."""
+
     def close(self) -> None:
         """Release everything (called when the emulator shuts down)."""
 

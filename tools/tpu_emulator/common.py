@@ -26,6 +26,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "tokens": [],
     "validate_accelerator_types": True,
     "validate_runtime_versions": True,
+    "token_lifetime": 3599,
 }
 NODE_ID_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 # States in which a node's workers exist and have addresses.
@@ -191,6 +192,7 @@ class Project:
         self.number = number
         self.api_enabled = True
         self.denied_permissions: set[str] = set()
+        self.metadata: dict[str, str] = {}  # project-wide metadata (commonInstanceMetadata)
         self.zones: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, dict[str, Any]]] = {}  # zone -> id -> Node JSON
         self.queued: dict[str, dict[str, dict[str, Any]]] = {}  # zone -> id -> QueuedResource

@@ -13,7 +13,14 @@ it has one, is written to ``/etc/cloudtpu/startup-script`` (root only) and the i
 journal and /var/log/cloudtpu-startup.log.
 Every container resolves ``host.docker.internal`` to the machine running Docker, so a startup
 script can reach services there (a git server, the emulator's API when it listens beyond
-loopback: ``--host 0.0.0.0``). A node is READY once every worker's sshd answers with its banner.
+loopback: ``--host 0.0.0.0``). Every container also resolves ``metadata.google.internal`` to the
+gateway of its node's network, where the emulator serves the node's metadata server on port 80
+(``metadata.py``): each worker reads its own instance attributes, its service account's token and
+writes guest attributes there, as on a TPU VM, with no setting of its own. The server tells the
+workers apart by their addresses on the node's network, as Compute Engine answers each VM alone.
+Port 80 needs root (or CAP_NET_BIND_SERVICE); without it the workers get no metadata server and
+``describe()`` (GET /_emulator/stats) says why. A node is READY once every worker's sshd answers
+with its banner.
 Its network endpoints are the containers' addresses on the node's network, which the control
 machine reaches directly; with external IPs enabled the same address stands for the external one
 (a container has one address).
@@ -54,6 +61,8 @@ from pathlib import Path
 from typing import Any
 
 from .backends import Backend, NodeInfo, WorkerAddress
+from .metadata import HOST_NAME as METADATA_HOST
+from .metadata import MetadataServer, MetadataService, WorkerRef
 
 DEFAULT_IMAGE = "cloudtpu-pod-worker:current"
 LABEL = "cloudtpu.emulator"
@@ -63,6 +72,8 @@ SSH_PORT = 22
 STARTUP_SCRIPT = "/etc/cloudtpu/startup-script"
 # A worker reaches the machine that runs Docker under this name, as Docker Desktop offers it.
 HOST_ALIAS = "host.docker.internal"
+# The metadata server's port: a TPU VM's programs call http://metadata.google.internal/ (port 80).
+METADATA_PORT = 80
 # The container options systemd needs as PID 1 on hosts where --privileged is refused.
 # fmt: off
 SYSTEMD_RUN_ARGS = [
@@ -157,6 +168,10 @@ class DockerBackend(Backend):
         self.keep = keep if keep is not None else os.environ.get("CLOUDTPU_EMULATOR_KEEP") == "1"
         self._lock = threading.Lock()
         self._nodes: dict[str, list[str]] = {}
+        self._metadata: MetadataService | None = None
+        self._listeners: dict[str, MetadataServer] = {}
+        self._seen: dict[str, dict[str, int]] = {}  # node key -> worker address -> worker index
+        self.metadata_problem = ""
         if shutil.which("docker") is None:
             raise DockerError(
                 "docker backend: the docker command is not installed; run tools/ensure-docker.sh"
@@ -260,7 +275,70 @@ class DockerBackend(Backend):
 
     def _addresses(self, node: NodeInfo, containers: list[str]) -> list[WorkerAddress]:
         ips = self._wait_ready(containers)
+        with self._lock:
+            self._seen[node.key] = {ip: index for index, ip in enumerate(ips)}
         return [WorkerAddress(ip, ip if node.external_ips else None) for ip in ips]
+
+    # -- the metadata server -------------------------------------------------------------------
+
+    def attach_metadata(self, service: MetadataService) -> None:
+        self._metadata = service
+
+    def _gateway(self, network: str) -> str:
+        out = _docker(
+            "network", "inspect", "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}", network
+        )
+        return next((a for a in out.split() if "." in a), "")
+
+    def _serve_metadata(self, node: NodeInfo, network: str) -> str:
+        """Start the node's metadata server on its network's gateway; return that address (what
+        the workers resolve metadata.google.internal to), or '' with the reason kept in
+        ``metadata_problem``."""
+        gateway = self._gateway(network) if self._metadata is not None else ""
+        if not gateway:
+            return ""
+        try:
+            server = MetadataServer(
+                self._metadata, gateway, METADATA_PORT, lambda ip: self._worker_at(node, ip)
+            ).start()
+        except OSError as exc:
+            self.metadata_problem = (
+                f"no metadata server for the workers: cannot listen on {gateway}:{METADATA_PORT} "
+                f"({exc.strerror or exc}); run the emulator as root (or give its Python "
+                "CAP_NET_BIND_SERVICE)"
+            )
+            print(f"tpu emulator: {self.metadata_problem}", file=sys.stderr, flush=True)
+            return ""
+        with self._lock:
+            self._listeners[node.key] = server
+        return gateway
+
+    def _stop_metadata(self, node: NodeInfo) -> None:
+        with self._lock:
+            server = self._listeners.pop(node.key, None)
+            self._seen.pop(node.key, None)
+        if server is not None:
+            server.stop()
+
+    def _worker_at(self, node: NodeInfo, address: str) -> WorkerRef | None:
+        """The worker of ``node`` at ``address``; its containers are looked at again once when
+        the address is new (a worker asks before the node is READY, or after a restart)."""
+        for look in (False, True):
+            if look:
+                seen = {}
+                for index, container in enumerate(self.container_names(node)):
+                    try:
+                        seen[self._address(container)] = index
+                    except DockerError:
+                        continue
+                with self._lock:
+                    self._seen[node.key] = seen
+            with self._lock:
+                index = self._seen.get(node.key, {}).get(address)
+            if index is not None:
+                hostname = tpu_vm_hostname(node, index)
+                return WorkerRef(node.project, node.zone, node.node_id, index, hostname, address)
+        return None
 
     def _remove(self, node: NodeInfo) -> None:
         listed = _docker(
@@ -273,6 +351,7 @@ class DockerBackend(Backend):
         ).split()
         if listed:
             _docker("rm", "-f", "-v", *listed, timeout=180)
+        self._stop_metadata(node)
         _docker("network", "rm", self.network_name(node), check=False)
 
     # -- backend hooks -------------------------------------------------------------------------
@@ -283,6 +362,10 @@ class DockerBackend(Backend):
         containers = self.container_names(node)
         try:
             _docker("network", "create", *self._labels(node), network)
+            metadata = self._serve_metadata(node, network)
+            hosts = [f"{HOST_ALIAS}:host-gateway"]
+            if metadata:
+                hosts.append(f"{METADATA_HOST}:{metadata}")
             with tempfile.TemporaryDirectory(prefix="ctpu-keys-") as folder:
                 for worker, container in enumerate(containers):
                     _docker(
@@ -293,8 +376,7 @@ class DockerBackend(Backend):
                         tpu_vm_hostname(node, worker),
                         "--network",
                         network,
-                        "--add-host",
-                        f"{HOST_ALIAS}:host-gateway",
+                        *(arg for host in hosts for arg in ("--add-host", host)),
                         *self._labels(node),
                         "--label",
                         f"{WORKER_LABEL}={worker}",
@@ -355,6 +437,11 @@ class DockerBackend(Backend):
             self._nodes.pop(node.key, None)
 
     def close(self) -> None:
+        with self._lock:
+            listeners = list(self._listeners.values())
+            self._listeners.clear()
+        for server in listeners:
+            server.stop()
         if self.keep:
             return
         cleanup(self.emulator_id)
@@ -369,6 +456,8 @@ class DockerBackend(Backend):
                 "image": self.image,
                 "nodes": len(self._nodes),
                 "containers": sum(len(c) for c in self._nodes.values()),
+                "metadata_servers": len(self._listeners),
+                "metadata_problem": self.metadata_problem,
             }
 
 

@@ -90,6 +90,20 @@ def invalid_token() -> ApiError:
     )
 
 
+def scope_insufficient() -> ApiError:
+    return ApiError(
+        403,
+        "Request had insufficient authentication scopes.",
+        details=[
+            error_info(
+                "ACCESS_TOKEN_SCOPE_INSUFFICIENT",
+                "googleapis.com",
+                {"service": "tpu.googleapis.com", "method": "google.cloud.tpu.v2.Tpu"},
+            )
+        ],
+    )
+
+
 def service_disabled(project_number: str) -> ApiError:
     return ApiError(
         403,

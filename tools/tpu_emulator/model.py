@@ -30,6 +30,7 @@ from .common import (
 )
 from .faults import FaultPlan
 from .locations import Locations
+from .metadata import MetadataService
 from .nodes import Nodes
 from .operations import Operations
 from .queued import QueuedResources
@@ -54,6 +55,12 @@ class Emulator(Nodes, QueuedResources, Operations, Locations, Service, Admin):
         self.statuses: Counter[str] = Counter()
         self.log: deque[str] = deque(maxlen=500)
         self.total_requests = 0
+        self.guest: dict[tuple[str, str], dict[int, dict[str, dict[str, str]]]] = {}
+        self.minted: dict[str, tuple[str, tuple[str, ...], float]] = {}
+        self.token_counts: Counter[str] = Counter()
+        # The workers' metadata servers answer from this emulator (backends that run workers).
+        self.metadata = MetadataService(self)
+        self.backend.attach_metadata(self.metadata)
         self.load(self._initial)
 
     # -- state ---------------------------------------------------------------------------------
@@ -72,6 +79,7 @@ class Emulator(Nodes, QueuedResources, Operations, Locations, Service, Admin):
             self.projects: dict[str, Project] = {}
             self.operations: dict[str, dict[str, Any]] = {}
             self._generation = getattr(self, "_generation", 0) + 1
+            self.guest = {}
             self.faults.load(state.get("faults") or {})
             for index, (project_id, spec) in enumerate(
                 sorted((state.get("projects") or {}).items())
@@ -80,6 +88,7 @@ class Emulator(Nodes, QueuedResources, Operations, Locations, Service, Admin):
                 project = Project(project_id, str(spec.get("number") or 100000000000 + index))
                 project.api_enabled = bool(spec.get("api_enabled", True))
                 project.denied_permissions = set(spec.get("denied_permissions") or [])
+                project.metadata = {str(k): str(v) for k, v in (spec.get("metadata") or {}).items()}
                 zones = spec.get("zones")
                 if zones is None:
                     zones = {zone: {} for zone in DEFAULT_ZONES}
@@ -113,6 +122,7 @@ class Emulator(Nodes, QueuedResources, Operations, Locations, Service, Admin):
             self.statuses.clear()
             self.log.clear()
             self.total_requests = 0
+            self.token_counts.clear()
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
@@ -122,6 +132,11 @@ class Emulator(Nodes, QueuedResources, Operations, Locations, Service, Admin):
                 "by_status": dict(self.statuses),
                 "log": list(self.log),
                 "backend": self.backend.describe(),
+                # the workers' service account tokens (metadata servers) and API calls with them
+                "service_account_tokens": {
+                    "minted": self.token_counts["minted"],
+                    "api_calls": self.token_counts["api_calls"],
+                },
                 "nodes": sum(len(z) for p in self.projects.values() for z in p.nodes.values()),
             }
 
@@ -144,6 +159,7 @@ class Emulator(Nodes, QueuedResources, Operations, Locations, Service, Admin):
                     "number": project.number,
                     "api_enabled": project.api_enabled,
                     "denied_permissions": sorted(project.denied_permissions),
+                    "metadata": dict(project.metadata),
                     "zones": zones,
                 }
             return {
@@ -228,9 +244,9 @@ class Emulator(Nodes, QueuedResources, Operations, Locations, Service, Admin):
         auth = headers.get("authorization", "")
         if not auth.lower().startswith("bearer ") or not auth[7:].strip():
             raise errors.unauthenticated()
-        tokens = self.settings.get("tokens") or []
-        if tokens and auth[7:].strip() not in tokens:
-            raise errors.invalid_token()
+        problem = self.token_problem(auth[7:].strip())
+        if problem is not None:
+            raise problem
         if not relative.startswith(prefix):
             raise errors.ApiError(
                 404, f"The requested URL {relative} was not found on this server."
