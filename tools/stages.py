@@ -53,7 +53,7 @@ class Stage:
 
 
 # The suite, in order of priority: when a slot frees, the first ready stage in this list starts.
-# Longest first (their wall times in a fresh-clone run, README's Development section), so that
+# Longest first (their wall times in a fresh-clone run, CONTRIBUTING.md, "The test suite"), so that
 # the short stages fill the end and no long stage runs alone at the end: integration and the
 # journeys side by side, then the molecule scenarios and the newest ansible's parts, then the
 # short checks. Two slots by default: on two CPUs a third heavy stage slowed every other one more

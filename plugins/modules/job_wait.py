@@ -51,7 +51,9 @@ options:
     type: float
     default: 5.0
 seealso:
-  - module: ansible.builtin.async_status
+  - name: ansible.builtin.async_status
+    description: The module that reads an async job's status, which this action calls.
+    link: https://docs.ansible.com/ansible/latest/collections/ansible/builtin/async_status_module.html
 """
 
 EXAMPLES = r"""

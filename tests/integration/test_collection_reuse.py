@@ -35,8 +35,9 @@ PROJECT_ID = "reuse-project"
 ZONE = "us-central2-b"
 
 # What a user gets: these files at the top and in changelogs/, and everything under these folders.
+# README.rst is the collection's README; README.md, the README of a clone, does not ship.
 SHIPPED_FILES = {
-    "README.md",
+    "README.rst",
     "LICENSE",
     "CHANGELOG.md",
     "changelogs/changelog.yaml",
@@ -217,7 +218,7 @@ def test_tarball_holds_what_a_user_needs(tarball: Path) -> None:
     names, files = _shipped_names(tarball), _working_tree_files()
     roles = sorted({name.split("/")[1] for name in files if name.startswith("roles/")})
     needed = {
-        "README.md",
+        "README.rst",
         "LICENSE",
         "meta/runtime.yml",
         "meta/execution-environment.yml",
