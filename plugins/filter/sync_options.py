@@ -33,6 +33,9 @@ description:
   - The destination is C(tpu_sync_dest) (an absolute, normalised path inside the login home,
     C(/opt), C(/srv) or C(/mnt), checked by the collection's C(path_problem)), else
     C(<home>/<name>) where the name is the folder's or the repository's base name.
+  - Never a dot-folder of the login home or a folder inside one (C(.ssh), C(.config),
+    C(.gnupg), ...): a sync there would overwrite keys and settings, and with C(delete) remove
+    what the source lacks (C(authorized_keys)).
   - Never fails itself; returns C(ok=false) and a message naming each variable that is wrong,
     its value and what is allowed. Without I(home) the destination is not resolved (the
     checks that need the home are left for the per-host call).
@@ -97,10 +100,33 @@ def _below(path: str, root: str) -> bool:
     return path != root and path.startswith(root.rstrip("/") + "/")
 
 
+def dot_folder(path: str, home: str) -> str:
+    """The dot-folder of the login home that path is or is inside (``.ssh``), else ''."""
+    if not home or not _below(path, home):
+        return ""
+    first = posixpath.relpath(path, home).split("/", 1)[0]
+    return first if first.startswith(".") else ""
+
+
+def _dot_problem(name: str, value: Any, dest: str, home: str) -> str:
+    folder = dot_folder(dest, home)
+    if not folder:
+        return ""
+    return (
+        f"{name} is {_shown(value)}: the files would go to {dest}, inside {home}/{folder}, a "
+        "dot-folder of the login home, where its keys and settings live (.ssh, .config, "
+        ".gnupg, ...), which a sync overwrites and with tpu_sync_delete empties; allowed: a "
+        f"folder of {home} whose name does not start with a dot, or one inside "
+        + " or ".join(ROOTS)
+    )
+
+
 def _dest(value: Any, home: str, errors: list[str]) -> str:
     text = str(value).strip() if isinstance(value, str) else value
     under = [home, *ROOTS] if home else None
-    problem = path_problem(text, "tpu_sync_dest", under=under)
+    problem = path_problem(text, "tpu_sync_dest", under=under) or _dot_problem(
+        "tpu_sync_dest", value, str(text), home
+    )
     if problem:
         errors.append(problem)
         return ""
@@ -155,6 +181,11 @@ def sync_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
     elif home and mode and name:  # without a name, the source's own problem is said
         if NAME_RE.match(name) and name not in (".", ".."):
             dest = posixpath.join(home, name)
+            source = ("tpu_sync_src", src) if mode == "folder" else ("tpu_sync_repo", repo)
+            problem = _dot_problem(*source, dest, home)
+            if problem:
+                errors.append(problem + " (set tpu_sync_dest)")
+                dest = ""
         else:
             errors.append(
                 f"cannot name the destination after {name!r}; set tpu_sync_dest "

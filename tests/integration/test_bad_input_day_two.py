@@ -66,7 +66,8 @@ def typed(playbook: str, variable: str, values: list[str], **extra: Any) -> list
     return [Case(playbook, variable, value, value, dict(extra)) for value in values]
 
 
-# Local paths (the current folder holds proj/train.sh, notes.txt, linked -> proj, etc -> /etc).
+# Local paths (the current folder holds proj/train.sh, notes.txt, .ssh/, linked -> proj and
+# etc -> /etc).
 SCRIPT = {"cmd": ""}
 CASES = [
     Case("run.yml", "cmd", "", "empty"),
@@ -92,7 +93,8 @@ CASES = [
     Case("sync.yml", "tpu_sync_src", "", "empty"),
     *typed("sync.yml", "tpu_sync_src", ["../proj", "/etc", "/", "linked", "missing", "notes.txt"]),
     Case("sync.yml", "tpu_sync_src", ["proj"], '["proj"]'),
-    *typed("sync.yml", "tpu_sync_dest", ["../x", "/etc/x", "/home/other/x"]),
+    *typed("sync.yml", "tpu_sync_dest", ["../x", "/etc/x", "/home/other/x", "/home/tpu/.ssh"]),
+    *typed("sync.yml", "tpu_sync_src", [".ssh"], tpu_sync_delete="true"),
     *typed("sync.yml", "tpu_sync_delete", ["maybe"]),
     *typed("sync.yml", "tpu_sync_repo", ["--upload-pack=x"], tpu_sync_src=""),
     Case("sync.yml", "tpu_sync_repo", ["x"], '["x"]', {"tpu_sync_src": ""}),
@@ -164,6 +166,7 @@ def pod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     (here / "proj").mkdir(parents=True)
     (here / "proj" / "train.sh").write_text("echo hi\n")
     (here / "notes.txt").write_text("notes\n")
+    (here / ".ssh").mkdir()  # a folder named as the login home's keys
     (here / "linked").symlink_to(here / "proj")
     (here / "etc").symlink_to("/etc")
     (root / "tmp").mkdir()

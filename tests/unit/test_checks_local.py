@@ -222,6 +222,30 @@ def test_sync_options_sources(here: Path, raw: dict, words: list[str]) -> None:
         assert word in got["message"], got["message"]
 
 
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ({"src": "proj", "dest": "/home/tpu/.ssh"}, 'tpu_sync_dest is "/home/tpu/.ssh"'),
+        ({"src": "proj", "dest": "/home/tpu/.config/x"}, 'tpu_sync_dest is "/home/tpu/.config/x"'),
+        ({"src": ".ssh"}, 'tpu_sync_src is ".ssh"'),
+        ({"repo": "https://example.org/me/.gnupg.git"}, "tpu_sync_repo is"),
+    ],
+)
+def test_sync_options_refuse_the_homes_dot_folders(here: Path, raw: dict, shown: str) -> None:
+    (here / ".ssh").mkdir(exist_ok=True)
+    got = sync_options({"delete": "true", **raw}, "/home/tpu")
+    assert not got["ok"] and got["dest"] == "", got
+    assert shown in got["message"], got["message"]
+    assert "dot-folder of the login home" in got["message"], got["message"]
+    assert "allowed:" in got["message"], got["message"]
+
+
+def test_sync_options_keep_dots_that_are_not_the_homes_folders(here: Path) -> None:
+    for dest in ("/home/tpu/proj/.cache", "/home/tpu/my.proj", "/opt/.hidden"):
+        got = sync_options({"src": "proj", "dest": dest}, "/home/tpu")
+        assert got["ok"] and got["dest"] == dest, got
+
+
 def test_babysit_log_dir(here: Path) -> None:
     got = babysit_options({"log_dir": "/etc"})
     assert not got["ok"] and 'tpu_babysit_log_dir is "/etc"' in got["message"], got
