@@ -34,7 +34,7 @@ description:
     C(/opt), C(/srv) or C(/mnt), checked by the collection's C(path_problem)), else
     C(<home>/<name>) where the name is the folder's or the repository's base name.
   - Never a dot-folder of the login home or a folder inside one (C(.ssh), C(.config),
-    C(.gnupg), ...): a sync there would overwrite keys and settings, and with C(delete) remove
+    C(.gnupg), ...); a sync there would overwrite keys and settings, and with C(delete) remove
     what the source lacks (C(authorized_keys)).
   - Never fails itself; returns C(ok=false) and a message naming each variable that is wrong,
     its value and what is allowed. Without I(home) the destination is not resolved (the
