@@ -28,7 +28,7 @@ NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
-.PHONY: help check setup setup-next docker host-tools image lint docs unit integration journey sanity molecule test test-next next-venv test-next-lint test-next-sanity test-next-pytest clean bench bench-inventory bench-scale bench-payload-cache bench-rulebook bench-pull bench-client bench-forked-cli emulator-clean demo demo-ssh demo-down test-torch-xla
+.PHONY: help check setup setup-next pull-lock docker host-tools image lint docs unit integration journey sanity molecule test test-next next-venv test-next-lint test-next-sanity test-next-pytest clean bench bench-inventory bench-scale bench-payload-cache bench-rulebook bench-pull bench-client bench-forked-cli emulator-clean demo demo-ssh demo-down test-torch-xla
 
 help: ## List every target with one line each
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -104,6 +104,18 @@ integration: setup image host-tools ## Integration tests (emulator, ansible-inve
 # what is made there (./myproject). The block extractor's tests first.
 journey: setup image host-tools ## The README's journeys run as written on demo pods (Day two, queued resources, multislice, babysit)
 	pytest -q -s --durations=15 tests/journey/test_readme_blocks.py tests/journey/test_journey*.py
+
+# Pull mode's hashed lock (what every worker installs, tpu_provision_bootstrap=pull): compiled
+# from the pins of playbooks/templates/pull_requirements.in for every platform and Python 3.11+,
+# with the sha256 of every file the package index serves for each pinned version. uv's own
+# configuration and the machine's pip mirrors are not read (--no-config): the hashes are those of
+# the index's own files, which the workers download. Unchanged pins keep their dependencies' pins;
+# PULL_LOCK_ARGS=--upgrade moves those to the newest too.
+PULL_LOCK := playbooks/templates/pull_requirements
+PULL_LOCK_ARGS ?=
+pull-lock: setup ## Regenerate pull mode's hashed lock (playbooks/templates/pull_requirements.txt) from its .in
+	uv pip compile --quiet --no-config --universal --generate-hashes --python-version 3.11 \
+	  --custom-compile-command "make pull-lock" $(PULL_LOCK_ARGS) $(PULL_LOCK).in -o $(PULL_LOCK).txt
 
 sanity: setup ## ansible-test sanity on the collection as built (plugins, roles and their scripts), shellcheck
 	tools/sanity.sh

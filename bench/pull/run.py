@@ -13,11 +13,13 @@ wall time until every worker is bootstrapped, and the controller's CPU time (use
 the ansible processes this script starts and waits for: resource.getrusage(RUSAGE_CHILDREN)
 around them). The workers' own CPU is not the controller's and is not counted on either side.
 
-The workers clone this repository's HEAD from ``git daemon`` on this machine and call the
-emulator's API, which listens on every address, as host.docker.internal over plain http: not a
-loopback address, so the pull runs name that host in ``tpu_provision_pull_api_http_hosts`` (the
-token of the worker's service account, from its metadata server, crosses the Docker network in
-clear). Sides alternate order between worker counts.
+The workers clone this repository's HEAD commit (``tpu_provision_pull_version``, which they
+check) over git:// from ``git daemon`` on this machine and call the emulator's API, which
+listens on every address, as host.docker.internal over plain http: not a loopback address, so
+the pull runs name that host in ``tpu_provision_pull_repo_http_hosts`` and
+``tpu_provision_pull_api_http_hosts`` (the token of the worker's service account, from its
+metadata server, crosses the Docker network in clear). Sides alternate order between worker
+counts.
 
     bench/pull/run.py --workers 1 2 4 --markdown BENCHMARKS.md
 
@@ -86,6 +88,7 @@ class Bench:
         self.logs = BENCH / "pull-logs" / self.stamp
         self.procs: list[subprocess.Popen[str]] = []
         self.git_url = ""
+        self.git_commit = ""
         self.env = dict(os.environ)
         self.env.update(
             {
@@ -134,6 +137,12 @@ class Bench:
             )
         )
         self.git_url = f"git://host.docker.internal:{self.opts.git_port}/pod.git"
+        self.git_commit = subprocess.run(
+            ["git", "-C", str(served / "pod.git"), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         emulator_env = dict(self.env, PYTHONPATH=str(REPO), CLOUDTPU_EMULATOR_ID=EMULATOR_ID)
         if self.opts.image:
             emulator_env["CLOUDTPU_EMULATOR_IMAGE"] = self.opts.image
@@ -209,6 +218,9 @@ class Bench:
                 pull = {
                     "tpu_provision_bootstrap": "pull",
                     "tpu_provision_pull_repo": self.git_url,
+                    "tpu_provision_pull_version": self.git_commit,
+                    # git:// beyond loopback, asked for by name (the commit says what must come)
+                    "tpu_provision_pull_repo_http_hosts": ["host.docker.internal"],
                     "tpu_provision_pull_tags": self.opts.tags.split(","),
                     # the worker's service account, from its metadata server, as on Google Cloud
                     "tpu_provision_pull_auth_kind": "machineaccount",

@@ -9,15 +9,18 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options import (
     HTTP_HOSTS_ENV,
     base_url_problem,
     parse_http_hosts,
+    plain_http_allowed,
 )
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import number_problem
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import _shown, number_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pull import (
     LOG_BYTES,
     LOG_KEY,
@@ -43,13 +46,25 @@ description:
     in C(api_http_hosts) (C(tpu_provision_pull_api_http_hosts)), since the workers' inventory
     sends its token with every call; the named hosts reach the workers as
     E(CLOUDTPU_API_HTTP_HOSTS).
+  - C(repo) must be C(https://), C(ssh://), C(user@host:path) (SSH) or C(file://) (a path on the
+    worker); C(http://) and C(git://), which neither encrypt nor authenticate, only to a loopback
+    address or to a host named in C(repo_http_hosts) (C(tpu_provision_pull_repo_http_hosts)),
+    the same rule as the API's.
+  - C(version) is required, a full commit id (40 hex digits, 64 in a sha256 repository), which
+    the script checks the checkout against before anything of it runs; a branch or tag only
+    with C(unpinned) (C(tpu_provision_pull_unpinned)).
+  - The workers install uv, Ansible and every dependency from the collection's hashed lock,
+    C(playbooks/templates/pull_requirements.txt) (C(make pull-lock)), whose pins are the
+    defaults of C(ansible), C(requirements) and C(uv_version); another value has no hashes and
+    is taken only with C(unhashed) (C(tpu_provision_pull_unhashed)), which installs everything
+    by name and version.
 positional: _input
 options:
   _input:
     description: The raw values (None or missing takes the default), keys C(bootstrap),
-      C(repo), C(version), C(tags), C(ansible), C(requirements), C(installer), C(uv_version),
-      C(auth_kind), C(access_token), C(api_endpoint), C(api_http_hosts), C(vars), C(wait),
-      C(timeout),
+      C(repo), C(repo_http_hosts), C(version), C(unpinned), C(tags), C(ansible), C(requirements),
+      C(installer), C(uv_version), C(unhashed), C(auth_kind), C(access_token), C(api_endpoint),
+      C(api_http_hosts), C(vars), C(wait), C(timeout),
       C(login_user), C(project), C(zone), C(nodes), C(metadata) (the user's own node metadata).
     type: dict
     required: true
@@ -67,8 +82,9 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description: C(ok), C(message), C(bootstrap), C(pull) (a boolean), C(wait), C(timeout),
-    C(tags) and, for the template, C(quoted) (each value quoted for bash) and C(inventory),
-    C(env) and C(vars) (file texts). The script holds C(env) (the access token) and C(vars),
+    C(tags), C(pinned) and C(hashed) (booleans) and, for the template, C(quoted) (each value
+    quoted for bash) and C(inventory), C(env), C(vars), C(lock) and C(uv_lock) (file texts; the
+    locks empty when not hashed). The script holds C(env) (the access token) and C(vars),
     so the collection's modules keep every startup-script out of their output
     (module_utils/tpu_secrets.py).
   type: dict
@@ -77,16 +93,94 @@ _value:
 MODES = ("push", "pull")
 INSTALLERS = ("uv", "pip")
 AUTH_KINDS = ("machineaccount", "accesstoken")
-# The toolchain the workers install: the pins of requirements.txt (tests keep them equal).
-DEFAULT_ANSIBLE = "ansible==12.3.0"
-DEFAULT_REQUIREMENTS = ("requests==2.34.2", "google-auth==2.62.2")
-DEFAULT_UV_VERSION = "0.13.8"
 DEFAULT_TIMEOUT = 3600
-# git URLs the workers clone: a scheme, or scp-like user@host:path; no spaces or quotes.
-_URL = re.compile(
-    r"^((https?|git|ssh|file)://[^\s'\"\\]+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s'\"\\]+)\Z"
+
+# The toolchain the workers install, with hashes: the lock beside the startup script's template,
+# compiled by `make pull-lock` from pull_requirements.in (the versions' one home; tests keep its
+# pins equal to requirements.txt's). Its pins are the defaults below.
+LOCK_NAME = "playbooks/templates/pull_requirements.txt"
+LOCK_PATH = Path(__file__).resolve().parents[2] / LOCK_NAME
+ANSIBLE_NAME = "ansible"
+REQUIREMENT_NAMES = ("requests", "google-auth")
+UV_NAME = "uv"
+# One entry of the lock: "name==version[ ; marker] \" then its indented --hash and comment lines.
+_LOCK_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.!+_-]+)[ ;\\]")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def parse_lock(text: str) -> dict[str, tuple[str, str]]:
+    """The entries of a lock compiled with hashes: canonical name -> (version, the entry's text,
+    its --hash lines included). Comment lines at the top level are left out."""
+    entries: dict[str, tuple[str, str]] = {}
+    name = ""
+    for line in text.splitlines():
+        if not line.strip() or (line.startswith("#") and not line[:1].isspace()):
+            name = ""
+            continue
+        if line[:1].isspace():
+            if name:
+                version, body = entries[name]
+                entries[name] = (version, f"{body}{line}\n")
+            continue
+        match = _LOCK_PIN.match(line + " ")
+        if not match:
+            raise ValueError(f"{LOCK_NAME}: {line!r} is not a pinned requirement (name==version)")
+        name = _canonical(match.group(1))
+        entries[name] = (match.group(2), f"{line}\n")
+    return entries
+
+
+def _read_lock() -> tuple[dict[str, tuple[str, str]], str]:
+    try:
+        entries = parse_lock(LOCK_PATH.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {}, f"the collection's lock {LOCK_NAME} could not be read ({exc}): reinstall it."
+    missing = [n for n in (ANSIBLE_NAME, *REQUIREMENT_NAMES, UV_NAME) if n not in entries]
+    if missing:
+        return entries, f"the collection's lock {LOCK_NAME} lacks {', '.join(missing)}."
+    return entries, ""
+
+
+_LOCK_READ = _read_lock()
+LOCK = _LOCK_READ[0]
+LOCK_PROBLEM = _LOCK_READ[1]
+
+
+def _pin(name: str) -> str:
+    return f"{name}=={LOCK[name][0]}" if name in LOCK else ""
+
+
+DEFAULT_ANSIBLE = _pin(ANSIBLE_NAME)
+DEFAULT_REQUIREMENTS = tuple(_pin(name) for name in REQUIREMENT_NAMES)
+DEFAULT_UV_VERSION = LOCK[UV_NAME][0] if UV_NAME in LOCK else ""
+# The lock's texts for the worker: uv alone (a venv of its own), and everything else.
+LOCK_TEXT = "".join(entry[1] for name, entry in LOCK.items() if name != UV_NAME)
+UV_LOCK_TEXT = LOCK[UV_NAME][1] if UV_NAME in LOCK else ""
+
+# git URLs the workers clone. No spaces, quotes, backslashes or control characters anywhere;
+# no host or user that git or ssh could read as an option (a leading "-").
+_URL_CHARS = re.compile(r"^[^\s'\"\\\x00-\x1f\x7f]{1,2000}\Z")
+_SCP = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:(?!//)[^\s]+\Z")
+REPO_ALLOWED = (
+    "an https:// or ssh:// URL, user@host:path (SSH), or file:// (a repository on the worker);"
+    " http:// and git:// (no encryption, no authentication) only to a loopback address or to a"
+    " host named in tpu_provision_pull_repo_http_hosts"
 )
-_VERSION = re.compile(r"^(?!-)[A-Za-z0-9._/-]{1,200}\Z")
+# A full commit id: SHA-1 (40 hex digits) or SHA-256 (64).
+_COMMIT = re.compile(r"^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})\Z")
+COMMIT_ALLOWED = (
+    "a full commit id (40 hex digits, or 64 in a sha256 repository), such as the output of"
+    " `git rev-parse HEAD` in the clone the workers should run, or a branch or tag only with"
+    " tpu_provision_pull_unpinned=true (the workers then run whatever it points to when they boot)"
+)
+# A branch or tag name (git check-ref-format, narrowed): no "..", "//", "@{", leading "-" or
+# ".", trailing "/", "." or ".lock".
+_VERSION = re.compile(
+    r"^(?![-./])(?!.*(?:\.\.|//|/\.|\.lock(?:/|\Z)))[A-Za-z0-9._/-]{1,200}(?<![./])\Z"
+)
 _TAG = re.compile(r"^[A-Za-z0-9_-]+\Z")
 _REQUIREMENT = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([<>=!~]=?[A-Za-z0-9.*+!-]+,?)*\Z"
@@ -144,27 +238,51 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
         result.update(ok=not problems, message=" ".join(problems), wait=False, timeout=0, tags=[])
         return result
 
+    # the one exception to encryption for the repository, asked for by name, as for the API
+    repo_hosts, hosts_problem = parse_http_hosts(
+        raw.get("repo_http_hosts"), "tpu_provision_pull_repo_http_hosts"
+    )
+    if hosts_problem:
+        problems.append(hosts_problem)
     repo = raw.get("repo")
     if repo in (None, ""):
         problems.append(
             "tpu_provision_pull_repo is required with tpu_provision_bootstrap=pull: the git URL of "
-            "this repository (or a project holding it) that every worker can clone."
+            f"this repository (or a project holding it) that every worker can clone; allowed: "
+            f"{REPO_ALLOWED}."
         )
-    else:
-        _check(
-            repo,
-            "tpu_provision_pull_repo",
-            _URL,
-            "a git URL (https://, git://, ssh://, file:// or user@host:path)",
-            problems,
+    elif not hosts_problem:
+        problem = repo_problem(repo, repo_hosts)
+        if problem:
+            problems.append(problem)
+    unpinned = _bool(raw.get("unpinned", False), "tpu_provision_pull_unpinned", problems)
+    version = raw.get("version")
+    pinned = isinstance(version, str) and bool(_COMMIT.match(version))
+    if version in (None, ""):
+        problems.append(
+            "tpu_provision_pull_version is required with tpu_provision_bootstrap=pull: the commit "
+            "every worker checks out, checks and runs as root at every boot; allowed: "
+            f"{COMMIT_ALLOWED}."
         )
-    version = _check(
-        raw.get("version", "HEAD"),
-        "tpu_provision_pull_version",
-        _VERSION,
-        "a branch, tag or commit",
-        problems,
-    )
+        version = ""
+    elif pinned:
+        version = version.lower()  # as git rev-parse prints it, for the script's comparison
+    elif not unpinned or not isinstance(version, str) or not _VERSION.match(version):
+        text = version if isinstance(version, str) else ""
+        ref = bool(_VERSION.match(text))
+        if re.fullmatch(r"[0-9a-fA-F]{4,39}", text) and not unpinned:
+            reason = (
+                "a short commit id (git takes any object that begins so, and a worker cannot "
+                "check that it got the one meant)"
+            )
+        elif re.fullmatch(r"[0-9a-fA-F]{41,}", text) or not ref:
+            reason = "not a commit id (40 or 64 hex digits), branch or tag"
+        else:
+            reason = "a branch or tag name, which moves: the workers would run what it points to"
+        problems.append(
+            f"tpu_provision_pull_version is {_shown(version)}: {reason}; allowed: {COMMIT_ALLOWED}."
+        )
+        version = str(version)
     tags = _list(raw.get("tags"))
     if tags is None or any(not _TAG.match(t) for t in tags):
         problems.append(
@@ -172,9 +290,12 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
             "string of tags (letters, digits, '_' and '-'), or empty for every role."
         )
         tags = []
+    if LOCK_PROBLEM:
+        problems.append(f"tpu_provision_bootstrap=pull cannot run: {LOCK_PROBLEM}")
+    unhashed = _bool(raw.get("unhashed", False), "tpu_provision_pull_unhashed", problems)
     ansible = _check(
         raw.get("ansible") or DEFAULT_ANSIBLE, "tpu_provision_pull_ansible", _REQUIREMENT,
-        "one pip requirement such as ansible==12.3.0", problems,
+        f"one pip requirement such as {DEFAULT_ANSIBLE}", problems,
     )  # fmt: skip
     requirements = _list(
         list(DEFAULT_REQUIREMENTS) if raw.get("requirements") is None else raw["requirements"]
@@ -182,7 +303,7 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
     if requirements is None or any(not _REQUIREMENT.match(r) for r in requirements):
         problems.append(
             f"tpu_provision_pull_requirements is {raw.get('requirements')!r}; allowed: a list of "
-            "pip requirements such as requests==2.34.2."
+            f"pip requirements such as {DEFAULT_REQUIREMENTS[0]}."
         )
         requirements = []
     installer = _pick(
@@ -190,8 +311,29 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
     )
     uv_version = _check(
         raw.get("uv_version") or DEFAULT_UV_VERSION, "tpu_provision_pull_uv_version",
-        re.compile(r"^[0-9]+(\.[0-9]+){1,3}\Z"), "a version such as 0.13.8", problems,
+        re.compile(r"^[0-9]+(\.[0-9]+){1,3}\Z"), f"a version such as {DEFAULT_UV_VERSION}",
+        problems,
     )  # fmt: skip
+    # Another toolchain than the lock's has no hashes to check: taken only when asked for by name.
+    overrides = [
+        (name, shown)
+        for name, given, default, shown in (
+            ("tpu_provision_pull_ansible", ansible, DEFAULT_ANSIBLE, ansible),
+            ("tpu_provision_pull_requirements", requirements, list(DEFAULT_REQUIREMENTS),
+             ", ".join(requirements or [])),
+            ("tpu_provision_pull_uv_version", uv_version, DEFAULT_UV_VERSION, uv_version),
+        )
+        if given != default and (name != "tpu_provision_pull_uv_version" or installer == "uv")
+    ]  # fmt: skip
+    if overrides and not unhashed:
+        problems.extend(
+            f"{name} is {_shown(shown)}: not the version of the collection's hashed lock "
+            f"({LOCK_NAME}), so the workers could not check what they download; allowed: the "
+            "default (unset), your own pins in a copy of the collection with its lock "
+            "regenerated (make pull-lock), or tpu_provision_pull_unhashed=true to install by "
+            "name and version without hashes (trusting the package index and TLS)."
+            for name, shown in overrides
+        )
     auth_kind = _pick(
         raw.get("auth_kind", "machineaccount"), "tpu_provision_pull_auth_kind", AUTH_KINDS, problems
     )
@@ -264,15 +406,23 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
     if http_hosts:
         env[HTTP_HOSTS_ENV] = ",".join(http_hosts)
     packages = [ansible, *requirements]
+    hashed = not unhashed
     result.update(
         ok=not problems,
         message=" ".join(problems),
         wait=wait,
         timeout=int(float(timeout)) if not problem else DEFAULT_TIMEOUT,
         tags=tags,
+        pinned=pinned,
+        hashed=hashed,
         quoted={
             "repo": shlex.quote(str(repo or "")),
             "version": shlex.quote(version),
+            # "1" or "": the script's tests ([ -n "$pinned" ])
+            "pinned": "1" if pinned else "''",
+            "hashed": "1" if hashed else "''",
+            # the checkout's: a 64-digit commit id is of a sha256 repository
+            "object_format": "sha256" if pinned and len(version) == 64 else "sha1",
             "tags": shlex.quote(",".join(tags)),
             "packages": " ".join(shlex.quote(p) for p in packages),
             "installer": shlex.quote(installer),
@@ -293,8 +443,51 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
         inventory=json.dumps(inventory, indent=2, sort_keys=True),
         env="".join(f"export {key}={shlex.quote(value)}\n" for key, value in env.items()),
         vars=json.dumps(variables, indent=2, sort_keys=True),
+        lock=LOCK_TEXT if hashed else "",
+        uv_lock=UV_LOCK_TEXT if hashed else "",
     )
     return result
+
+
+def repo_problem(value: Any, http_hosts: list[str]) -> str:
+    """Why the workers must not clone ``value`` (tpu_provision_pull_repo); ``''`` when they may.
+    ``http_hosts``: the hosts named in tpu_provision_pull_repo_http_hosts, as parse_http_hosts
+    returns them. http:// and git:// follow the API's rule (plain_http_allowed)."""
+    named = ", ".join(http_hosts) if http_hosts else "none"
+    allowed = f"{REPO_ALLOWED} (now {named})"
+
+    def refused(reason: str, hint: str = "") -> str:
+        return f"tpu_provision_pull_repo is {_shown(value)}: {reason}; allowed: {allowed}.{hint}"
+
+    if not isinstance(value, str) or not _URL_CHARS.match(value):
+        return refused("not a git URL (or it holds a space, a quote or a control character)")
+    if "://" not in value:
+        if _SCP.match(value):
+            return ""  # user@host:path, git's short form of ssh://
+        return refused("not a git URL")
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname or ""
+    except ValueError as exc:
+        return refused(f"not a git URL ({exc})")
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            return refused("file:// names a folder on the worker itself: file:///path")
+        return ""
+    if scheme not in ("https", "ssh", "http", "git"):
+        return refused(f"the scheme {scheme}:// is not one git fetches over safely")
+    if not host or host.startswith("-") or not parts.path.strip("/"):
+        return refused("it has no host or no repository path")
+    if scheme in ("http", "git") and not plain_http_allowed(host, http_hosts):
+        return refused(
+            f"{scheme}:// to {host} neither encrypts nor authenticates: anyone on the way can "
+            "read the repository or answer in its place, and every worker runs what it gets as "
+            "root at every boot",
+            f" To allow it on a network you trust, name {host} in "
+            "tpu_provision_pull_repo_http_hosts.",
+        )
+    return ""
 
 
 class FilterModule:

@@ -4,7 +4,8 @@
 the defaults behind them: the API root, its environment override, the OAuth scope and the auth
 kinds; and :func:`base_url_problem`, the rule for where the client may send its bearer token,
 with its one exception asked for by name: the hosts that may be reached over plain http
-(:func:`parse_http_hosts`, option ``http_hosts``, env ``CLOUDTPU_API_HTTP_HOSTS``).
+(:func:`parse_http_hosts`, option ``http_hosts``, env ``CLOUDTPU_API_HTTP_HOSTS``;
+:func:`plain_http_allowed`, which pull mode's repository URL follows too).
 
 The tpu_api doc fragment (``plugins/doc_fragments/tpu_api.py``) documents the same options.
 """
@@ -60,6 +61,14 @@ def _host_key(host: str) -> str:
         return str(ipaddress.ip_address(host))
     except ValueError:
         return host.lower()
+
+
+def plain_http_allowed(host: str, http_hosts: list[str]) -> bool:
+    """The one exception to encryption, for the API and pull mode's repository alike: ``host``
+    may be reached over plain http (or git://) when it is a loopback address of the machine
+    that connects, or one of ``http_hosts`` (as :func:`parse_http_hosts` returns them), named
+    exactly: an address in any of its written forms, a name in any case."""
+    return _loopback(host) or _host_key(host) in {_host_key(h) for h in http_hosts}
 
 
 def _host_entry_problem(entry: str) -> str:
@@ -153,8 +162,7 @@ def base_url_problem(
     if not _NETLOC.fullmatch(parts.netloc) or not port_ok:
         return problem(f"its host part {parts.netloc} is not a host name or address and a port")
     host = parts.hostname or ""
-    named_hosts = {_host_key(h) for h in allowed_hosts}
-    if parts.scheme == "http" and not _loopback(host) and _host_key(host) not in named_hosts:
+    if parts.scheme == "http" and not plain_http_allowed(host, allowed_hosts):
         return problem(
             f"plain http to {host}, not a loopback address of this machine, would send the "
             "access token over the network unencrypted",

@@ -82,6 +82,8 @@ class Case:
     variable: str
     value: object
     shows: str
+    # more good values the case needs (pull mode's), under the bad one
+    base: dict | None = None
 
     @property
     def case_id(self) -> str:
@@ -91,6 +93,23 @@ class Case:
 def typed(playbook: str, variable: str, values: list[str]) -> list[Case]:
     """Cases of values typed as -e variable=value (strings), each shown as typed."""
     return [Case(playbook, variable, value, value) for value in values]
+
+
+# Pull mode (tpu_provision_bootstrap=pull) with good values, for its cases.
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+PULL = {
+    "tpu_provision_bootstrap": "pull",
+    "tpu_provision_pull_repo": "https://git.example.test/cloudtpu-pod.git",
+    "tpu_provision_pull_version": COMMIT,
+}
+
+
+PULL_REST = {k: v for k, v in PULL.items() if k != "tpu_provision_pull_repo"}
+
+
+def pull(variable: str, value: object, shows: str) -> Case:
+    """A pull-mode case of provision.yml."""
+    return Case("provision.yml", variable, value, shows, base=PULL)
 
 
 BAD_NUMBERS = ["0", "-5", "abc"]
@@ -137,6 +156,20 @@ CASES = [
     Case("provision.yml", "tpu_provision_accelerator_type", "v4-16\n", "v4-16"),
     Case("firewall.yml", "tpu_firewall_network", "default\n", "default"),
     Case("firewall.yml", "tpu_firewall_target_tags", ["tpu\n"], "tpu\\n"),
+    # Pull mode's trust (issue 28): the repository over HTTPS or SSH (plain transports only to
+    # hosts named), a full commit id unless a branch is asked for by name, the lock's toolchain
+    # unless hashes are given up by name.
+    pull("tpu_provision_pull_repo", "http://git.example.test/pod.git", "http://git.example.test"),
+    pull("tpu_provision_pull_repo", "git://git.example.test/pod.git", "git://git.example.test"),
+    pull("tpu_provision_pull_repo", "ftp://git.example.test/pod.git", "ftp://git.example.test"),
+    pull("tpu_provision_pull_repo_http_hosts", "*", "*"),
+    pull("tpu_provision_pull_version", "main", "main"),
+    pull("tpu_provision_pull_version", "0123abc", "0123abc"),
+    pull("tpu_provision_pull_version", "", "is required"),
+    pull("tpu_provision_pull_version", COMMIT + "\n", COMMIT),
+    pull("tpu_provision_pull_unpinned", "maybe", "maybe"),
+    pull("tpu_provision_pull_ansible", "ansible==11.0.0", "ansible==11.0.0"),
+    pull("tpu_provision_pull_unhashed", "maybe", "maybe"),
 ]
 
 
@@ -161,7 +194,7 @@ def _host_cases(playbook: str) -> list[bad_input.Case]:
             {case.variable: case.value},
             case.variable,
             case.shows,
-            hostvars=dict(GOOD[playbook]),
+            hostvars={**GOOD[playbook], **(case.base or {})},
         )
         for number, case in enumerate(cases)
     ]
@@ -209,6 +242,7 @@ def test_bad_input_is_refused_in_the_first_play(refusals, case: Case, check: boo
 WHOLE = [
     ("provision.yml", {"tpu_provision_timeout": "0"}),
     ("provision.yml", {"tpu_provision_poll_interval": "abc"}),
+    ("provision.yml", {"tpu_provision_pull_repo": "git://git.example.test/pod.git", **PULL_REST}),
     ("teardown.yml", {"tpu_teardown_poll_interval": "0"}),
     ("recover.yml", {"tpu_recover_timeout": "-5"}),
     ("firewall.yml", {"tpu_firewall_source_ranges": ["0.0.0.0/1", "128.0.0.0/1"]}),

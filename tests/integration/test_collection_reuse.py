@@ -276,6 +276,49 @@ def test_role_from_the_installed_collection(project: Path) -> None:
     assert "changed=0" in result.stdout, "keep mode changed something on the control machine"
 
 
+def test_pull_mode_finds_its_hashed_lock_in_the_installed_collection(project: Path) -> None:
+    """pull_options reads its defaults and the workers' lock from the collection it is part of
+    (playbooks/templates/pull_requirements.txt), installed from the tarball."""
+    pull = {
+        "bootstrap": "pull",
+        "repo": "https://git.example.test/cloudtpu-pod.git",
+        "version": "0123456789abcdef0123456789abcdef01234567",
+        "nodes": ["pod-a"],
+    }
+    play = project / "pull-lock.yml"
+    play.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "Pull mode's lock in the installed collection",
+                    "hosts": "localhost",
+                    "connection": "local",
+                    "gather_facts": False,
+                    "vars": {"raw": pull, "pull": "{{ raw | cloudtpu.pod.pull_options }}"},
+                    "tasks": [
+                        {
+                            "name": "Check the lock",
+                            "ansible.builtin.assert": {
+                                "that": [
+                                    "pull.ok",
+                                    "pull.hashed",
+                                    "pull.lock is search('(?m)^ansible-core==')",
+                                    "pull.lock is search('--hash=sha256:[0-9a-f]{64}')",
+                                    "pull.uv_lock is search('^uv==')",
+                                ],
+                                "fail_msg": "{{ pull.message }}",
+                            },
+                        }
+                    ],
+                }
+            ]
+        )
+    )
+    command = [str(BIN / "ansible-playbook"), "-i", "localhost,", str(play)]
+    result = _run(command, project, _env(project))
+    assert "failed=0" in result.stdout, result.stdout[-3000:]
+
+
 def test_every_playbook_runs_by_its_collection_name(project: Path) -> None:
     installed = project / "collections" / "ansible_collections" / "cloudtpu" / "pod" / "playbooks"
     names = sorted(p.stem for p in installed.glob("*.yml"))

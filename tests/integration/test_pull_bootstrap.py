@@ -11,10 +11,17 @@ its VM, which provision.yml and recover.yml read through the TPU API (getGuestAt
 no SSH. The test proves both from the emulator's side: API calls made with the tokens its
 metadata servers handed out, getGuestAttributes calls, and the result the API shows.
 
+The worker runs exactly the repository's HEAD commit (`git rev-parse HEAD`, given as
+tpu_provision_pull_version, checked against its checkout before anything of it runs), and
+installs uv, Ansible and their dependencies from the collection's lock with --require-hashes:
+the lock's hashes are those of the files the package index serves the worker.
+
 Where this differs from Google Cloud: the emulator's API is reached over plain http at
-host.docker.internal (the repository's HEAD too, served by `git daemon` on this machine), so the
-run names that host in tpu_provision_pull_api_http_hosts and the token crosses the Docker
-network in clear; on Google Cloud the workers call https://tpu.googleapis.com. One worker (v4-8)
+host.docker.internal, and the repository too, over git:// from `git daemon` on this machine, so
+the run names that host in tpu_provision_pull_api_http_hosts (the token crosses the Docker
+network in clear) and in tpu_provision_pull_repo_http_hosts (the code comes unauthenticated; the
+commit id still says what it must be); on Google Cloud the workers call
+https://tpu.googleapis.com and clone over HTTPS or SSH. One worker (v4-8)
 and the python and libtpu roles only, to keep it short. The controller still checks the worker
 over SSH afterwards (the test's own evidence, not provision's): the pull's exit code file says
 0, the login user's venv runs, tpu-unlock is installed, and the metadata server refuses requests
@@ -81,11 +88,15 @@ def worker_image() -> str:
 
 
 @pytest.fixture(scope="module")
-def git_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """This repository's HEAD, served read-only by git daemon; yields the URL workers use."""
+def git_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """This repository's HEAD, served read-only by git daemon; yields the URL workers use and
+    the commit (git rev-parse HEAD)."""
     base = tmp_path_factory.mktemp("git")
     bare = base / "cloudtpu-pod.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(REPO), str(bare)], check=True)
+    commit = subprocess.run(
+        ["git", "-C", str(bare), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     port = free_port()
     daemon = subprocess.Popen(
         ["git", "daemon", "--export-all", "--reuseaddr", "--informative-errors",
@@ -103,7 +114,7 @@ def git_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.2)
         else:
             pytest.fail(f"git daemon did not answer on port {port}: {probe.stderr}")
-        yield f"git://host.docker.internal:{port}/cloudtpu-pod.git"
+        yield f"git://host.docker.internal:{port}/cloudtpu-pod.git", commit
     finally:
         daemon.terminate()
         daemon.wait(timeout=10)
@@ -144,7 +155,10 @@ def published(emulator: EmulatorCli) -> dict[str, Any]:
     return json.loads(items[0]["value"])
 
 
-def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_path: Path) -> None:
+def test_a_worker_bootstraps_itself(
+    emulator: EmulatorCli, git_server: tuple[str, str], tmp_path: Path
+) -> None:
+    repo, commit = git_server
     key = tmp_path / "id_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     known_hosts = tmp_path / "known_hosts"
@@ -169,7 +183,10 @@ def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_
     pull = {
         "tpu_provision_accelerator_type": "v4-8",
         "tpu_provision_bootstrap": "pull",
-        "tpu_provision_pull_repo": git_server,
+        "tpu_provision_pull_repo": repo,
+        # git:// beyond loopback, asked for by name; the commit the worker must check out
+        "tpu_provision_pull_repo_http_hosts": ["host.docker.internal"],
+        "tpu_provision_pull_version": commit,
         "tpu_provision_pull_tags": ["python", "libtpu"],
         "tpu_provision_pull_auth_kind": "machineaccount",
         "tpu_provision_pull_api_endpoint": f"http://host.docker.internal:{port}/v2",
@@ -234,6 +251,11 @@ def test_a_worker_bootstraps_itself(emulator: EmulatorCli, git_server: str, tmp_
         assert int(lines[4]) >= 1, lines  # the worker's own PLAY RECAP
         assert lines[5] == "0", lines  # no token handed in: the VM's service account
         assert lines[6:9] == ["200", "403", "403"], lines  # the header; forwarded; no header
+        # the exact commit, checked; the toolchain from the lock, with its hashes
+        log = "\n".join(lines[9:])
+        assert f"at commit {commit} (the one asked for)" in log, log
+        assert "dependencies with uv, with the lock's hashes" in log, log
+        assert f"ansible-pull of site.yml for {WORKER} (commit {commit}, tags " in log, log
 
         # recover.yml recreates the node with its spec, startup-script included: the new worker
         # bootstraps itself again at boot, and recovery waits for that result instead of

@@ -23,10 +23,11 @@ from ansible_collections.cloudtpu.pod.plugins.filter.pull_options import (
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "playbooks" / "templates" / "pull_startup.sh.j2"
 TOKEN = "ya29.not-a-real-token"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
 BASE = {
     "bootstrap": "pull",
-    "repo": "git://host.docker.internal:9418/cloudtpu-pod",
-    "version": "main",
+    "repo": "https://git.example.test/cloudtpu-pod.git",
+    "version": COMMIT,
     "tags": "python,libtpu",
     "login_user": "tpu",
     "project": "demo-project",
@@ -61,9 +62,9 @@ def test_a_bad_mode_is_named_with_its_value_and_the_allowed_ones(value):
     ("key", "value", "words"),
     [
         ("repo", "", "tpu_provision_pull_repo is required"),
-        ("repo", "not a url", "a git URL"),
-        ("repo", "https://example.test/x.git'; rm -rf /", "a git URL"),
-        ("version", "-x", "a branch, tag or commit"),
+        ("repo", "not a url", "not a git URL"),
+        ("repo", "https://example.test/x.git'; rm -rf /", "not a git URL"),
+        ("version", "-x", "allowed: a full commit id"),
         ("tags", "python;reboot", "tpu_provision_pull_tags"),
         ("ansible", "ansible; curl", "one pip requirement"),
         ("requirements", ["requests==1", "x y"], "tpu_provision_pull_requirements"),
@@ -192,10 +193,12 @@ def test_defaults_are_the_pins_of_requirements_txt():
 def test_the_script_pulls_this_node_with_a_local_connection():
     script = render(BASE)
     assert script.startswith("#!/usr/bin/env bash\n") and "\nset -eu\n" in script
-    assert "repo=git://host.docker.internal:9418/cloudtpu-pod\n" in script
-    assert "version=main\n" in script and "tags=python,libtpu\n" in script
+    assert "repo=https://git.example.test/cloudtpu-pod.git\n" in script
+    assert f"version={COMMIT}\n" in script and "tags=python,libtpu\n" in script
+    assert "pinned=1\n" in script and "hashed=1\n" in script
     assert "packages=(ansible==12.3.0 requests==2.34.2 google-auth==2.62.2)" in script
-    assert 'ansible-pull" -U "$repo" -C "$version"' in script
+    # ansible-pull's source is the checkout checked at that commit (tests/unit/test_pull_trust.py)
+    assert 'ansible-pull" -U "$checkout" -C "$commit" -d "$checkout"' in script
     assert '--limit "$limit" -c local' in script and "site.yml" in script
     assert '"${nodes[0]}-w$worker"' in script and "nodes=(pod-a)" in script
     assert '"tpu_login_user": "tpu"' in script and "login_user=tpu\n" in script
@@ -243,8 +246,10 @@ def test_the_token_goes_only_into_a_root_only_file():
 
 
 def test_quotes_keep_odd_values_inert():
-    script = render({**BASE, "version": "feature/x.1", "vars": {"note": "a'b $(id)"}})
-    assert "version=feature/x.1\n" in script
+    script = render(
+        {**BASE, "version": "feature/x.1", "unpinned": True, "vars": {"note": "a'b $(id)"}}
+    )
+    assert "version=feature/x.1\n" in script and "pinned=''\n" in script
     # JSON inside a quoted heredoc: nothing is expanded.
     assert '"note": "a\'b $(id)"' in script
     assert re.search(r"<< 'CLOUDTPU_PULL_EOF'\n\{\n  \"note\"", script)
@@ -258,7 +263,11 @@ def test_several_nodes_find_their_host_by_address():
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
 @pytest.mark.parametrize(
     "extra",
-    [{}, {"auth_kind": "accesstoken", "access_token": TOKEN, "installer": "pip", "tags": ""}],
+    [
+        {},
+        {"auth_kind": "accesstoken", "access_token": TOKEN, "installer": "pip", "tags": ""},
+        {"version": "main", "unpinned": True, "unhashed": True},
+    ],
 )
 def test_shellcheck_passes_on_the_rendered_script(tmp_path, extra):
     path = tmp_path / "startup-script"

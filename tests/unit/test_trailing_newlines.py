@@ -51,6 +51,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_ssh_forwards impo
 PULL = {
     "bootstrap": "pull",
     "repo": "https://example.org/me/pod.git",
+    "version": "0123456789abcdef0123456789abcdef01234567",
     "login_user": "tpu",
     "project": "demo-project",
     "zone": "us-central2-b",
@@ -118,7 +119,7 @@ KINDS = [
     ("duration", _schedule("max_run_duration"), "3600s", "max_run_duration"),
     ("time", _schedule("valid_after_time"), "2030-01-31T08:00:00Z", "valid_after_time"),
     ("pull repo", _pull("repo"), "https://example.org/me/pod.git", "tpu_provision_pull_repo"),
-    ("pull version", _pull("version"), "main", "tpu_provision_pull_version"),
+    ("pull version", _pull("version"), "0123456789abcdef0123456789abcdef01234567", "pull_version"),
     ("pull ansible", _pull("ansible"), "ansible==12.3.0", "tpu_provision_pull_ansible"),
     ("pull uv", _pull("uv_version"), "0.13.8", "tpu_provision_pull_uv_version"),
     ("pull endpoint", _pull("api_endpoint"), "https://tpu.example/v2", "pull_api_endpoint"),
