@@ -46,7 +46,8 @@ sys.path.insert(0, str(REPO))
 from bench.bootstrap.run import log, recap
 from bench.scale import report
 from tools.tpu_emulator.backends import NodeInfo
-from tools.tpu_emulator.docker_backend import DockerBackend, cleanup
+from tools.tpu_emulator.docker_backend import DockerBackend
+from tools.tpu_emulator.docker_cleanup import cleanup
 
 MARK = ("<!-- bench-scale:start -->", "<!-- bench-scale:end -->")
 MITOGEN = "mitogen==0.3.54"

@@ -48,7 +48,7 @@ from tests.integration.lifecycle_support import (
     playbook,
     run,
 )
-from tools.tpu_emulator.docker_backend import ssh_banner
+from tools.tpu_emulator.docker_worker import ssh_banner
 
 IMAGE = "cloudtpu-pod-worker:current"
 NODE = "fault-pod"
