@@ -6,7 +6,6 @@ and a site.yml run read line by line that stops a worker when a given line comes
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -44,15 +43,6 @@ def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.C
     if check and done.returncode != 0:
         raise AssertionError(f"docker {' '.join(args)} failed: {done.stderr.strip()}")
     return done
-
-
-def docker_unavailable() -> str:
-    if shutil.which("docker") is None:
-        return "the docker command is not installed (make docker installs it)"
-    info = subprocess.run(["docker", "info"], capture_output=True, text=True, check=False)
-    if info.returncode != 0:
-        return f"no Docker daemon answers (make docker starts one): {info.stderr.strip()[:200]}"
-    return ""
 
 
 def worker_container(worker: int) -> str:

@@ -46,7 +46,6 @@ from tests.integration.fault_midrun_support import (
     Fault,
     container_ip,
     docker,
-    docker_unavailable,
     effects,
     evidence,
     hosts_addresses,
@@ -65,6 +64,7 @@ from tests.integration.lifecycle_support import (
     extra_vars,
     playbook,
 )
+from tests.integration.test_lifecycle_docker import docker_unavailable
 from tools.tpu_emulator.docker_worker import ssh_banner
 
 

@@ -15,15 +15,7 @@ from google.cloud import tpu_v2
 from google.protobuf import empty_pb2, field_mask_pb2
 
 from tests.integration import official_client_support as support
-from tests.integration.official_client_support import (
-    COVERED,
-    NUMBER,
-    PARENT,
-    POLL,
-    PROJECT,
-    ZONE,
-    status_word,
-)
+from tests.integration.official_client_support import PARENT, POLL, PROJECT, status_word
 from tools.tpu_emulator.testing import admin
 
 server, client = support.server, support.client
@@ -37,7 +29,7 @@ def test_every_public_rpc_of_the_client_is_covered() -> None:
         and "request" in inspect.signature(member).parameters
         and name != "get_mtls_endpoint_and_cert_source"
     }
-    assert methods == COVERED, methods ^ COVERED
+    assert methods == support.COVERED, methods ^ support.COVERED
 
 
 def test_the_client_talks_plain_http_to_the_emulator(client: tpu_v2.TpuClient, server: Any) -> None:
@@ -198,7 +190,7 @@ def test_permission_denied_from_fault_injection(client: tpu_v2.TpuClient, server
     with pytest.raises(exceptions.Forbidden):
         list(client.list_nodes(parent=PARENT))
     # the other resources still answer
-    assert client.get_location({"name": PARENT}).location_id == ZONE
+    assert client.get_location({"name": PARENT}).location_id == support.ZONE
 
 
 def test_service_disabled_from_fault_injection(client: tpu_v2.TpuClient, server: Any) -> None:
@@ -208,7 +200,7 @@ def test_service_disabled_from_fault_injection(client: tpu_v2.TpuClient, server:
     with pytest.raises(exceptions.Forbidden) as disabled:
         list(client.list_accelerator_types(parent=PARENT))
     assert disabled.value.reason == "SERVICE_DISABLED"
-    assert disabled.value.metadata["consumer"] == f"projects/{NUMBER}"
+    assert disabled.value.metadata["consumer"] == f"projects/{support.NUMBER}"
 
 
 # -- guest attributes ------------------------------------------------------------------------------

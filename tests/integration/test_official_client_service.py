@@ -17,14 +17,7 @@ from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 
 from tests.integration import official_client_support as support
-from tests.integration.official_client_support import (
-    NUMBER,
-    PARENT,
-    POLL,
-    PROJECT,
-    ZONE,
-    status_word,
-)
+from tests.integration.official_client_support import PARENT, POLL, PROJECT, status_word
 from tools.tpu_emulator import catalog
 from tools.tpu_emulator.testing import admin
 
@@ -186,7 +179,7 @@ def test_the_emulators_accelerator_families_are_the_clients_enum() -> None:
 def test_generate_service_identity(client: tpu_v2.TpuClient) -> None:
     got = client.generate_service_identity(request={"parent": PARENT})
     assert isinstance(got, tpu_v2.GenerateServiceIdentityResponse)
-    assert got.identity.email == f"service-{NUMBER}@cloud-tpu.iam.gserviceaccount.com"
+    assert got.identity.email == f"service-{support.NUMBER}@cloud-tpu.iam.gserviceaccount.com"
     with pytest.raises(exceptions.NotFound):
         client.generate_service_identity(
             request={"parent": f"projects/{PROJECT}/locations/mars-1a"}
@@ -204,7 +197,7 @@ def test_locations(client: tpu_v2.TpuClient) -> None:
     paged = client.list_locations({"name": f"projects/{PROJECT}", "page_size": 2})
     assert len(paged.locations) == 2 and paged.next_page_token
     got = client.get_location({"name": PARENT})
-    assert (got.name, got.location_id) == (PARENT, ZONE)
+    assert (got.name, got.location_id) == (PARENT, support.ZONE)
     with pytest.raises(exceptions.NotFound):
         client.get_location({"name": f"projects/{PROJECT}/locations/mars-1a"})
     with pytest.raises(exceptions.Forbidden):  # an unknown project reads as no permission
