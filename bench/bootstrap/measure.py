@@ -3,7 +3,8 @@ the script side's parallel ssh and what ansible-playbook's recap says.
 
 Controller CPU is user + sys of the processes a run starts and waits for (ansible-playbook and
 every child it waited for; the script side's ssh clients), from getrusage(RUSAGE_CHILDREN) before
-and after: the benchmark starts nothing else while a run is on. SSH ControlPersist masters leave
+and after (``bench/pod_bench.py``, which runs the commands): the benchmark starts nothing else
+while a run is on. SSH ControlPersist masters leave
 that process tree (they are daemons), so their CPU is read from /proc, per master, in a control
 folder of the benchmark's own.
 """
@@ -13,28 +14,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
 import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-BENCH = REPO / ".cache" / "bench"
+from bench.pod_bench import BENCH, REPO, cpu_children, run
+
 BASELINE = REPO / "bench" / "bootstrap" / "baseline.sh"
 RECAP = re.compile(r"^(\S+)[ \t]*:[ \t]+((?:\w+=\d+[ \t]*)+)$", re.M)
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def cpu_children() -> float:
-    """User + sys seconds of every child this process has waited for so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def mux_cpu(folder: Path) -> dict[int, float]:
@@ -60,18 +50,6 @@ def mux_cpu(folder: Path) -> dict[int, float]:
 def mux_delta(before: dict[int, float], after: dict[int, float]) -> float:
     """CPU the masters used between two readings (a master gone in between is not counted)."""
     return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
-
-
-def run(argv: list[str], env: dict[str, str], logfile: Path) -> tuple[float, float, int, str]:
-    """Run a command, write its output to logfile; return wall and CPU seconds, rc and output."""
-    cpu, start = cpu_children(), time.monotonic()
-    done = subprocess.run(
-        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    seconds, cpu = time.monotonic() - start, cpu_children() - cpu
-    logfile.parent.mkdir(parents=True, exist_ok=True)
-    logfile.write_text(done.stdout, encoding="utf-8")
-    return seconds, cpu, done.returncode, done.stdout
 
 
 def playbook(args: list[str], env: dict[str, str], logfile: Path) -> tuple[float, float, str]:

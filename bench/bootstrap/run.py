@@ -44,16 +44,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-# bench/scale/run.py imports log and recap from here.
 from bench.bootstrap.measure import (
-    BENCH,
     apt_debs,
     cgroup_cpu_files,
     container_cpu,
     containers,
     counters,
     cpu_delta,
-    log,
     mux_cpu,
     mux_delta,
     playbook,
@@ -67,11 +64,10 @@ from bench.bootstrap.measure import (
     traffic,
 )
 from bench.bootstrap.report import markdown, write_markdown
+from bench.pod_bench import BENCH, PROJECT, ZONE, ansible_env, draw, log, ssh_key
 
 RESULTS = REPO / "bench" / "results" / "bootstrap.json"
 FIGURES = REPO / "bench" / "figures"
-PROJECT = "demo-project"
-ZONE = "us-central2-b"
 # Accelerator types of the emulator and their worker counts (v4: 4 chips, 8 cores per host).
 TYPES = {1: "v4-8", 2: "v4-16", 4: "v4-32", 8: "v4-64", 16: "v4-128"}
 # What the Ansible side runs: the roles that do what baseline.sh does, and the same choices.
@@ -98,34 +94,10 @@ def profile_env(boxes: list[str], out: Path) -> dict[str, str]:
     }
 
 
-def environment(port: int) -> dict[str, str]:
-    """The environment ansible-playbook needs against this benchmark's emulator."""
-    env = dict(os.environ)
-    env.update(
-        {
-            "PATH": f"{REPO / '.venv' / 'bin'}:{env.get('PATH', '')}",
-            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-            "CLOUDTPU_API_ENDPOINT": f"http://127.0.0.1:{port}/v2",
-            "CLOUDTPU_PROJECT": PROJECT,
-            "CLOUDTPU_ZONES": ZONE,
-            "GCP_AUTH_KIND": "accesstoken",
-            "GCP_ACCESS_TOKEN": "bench-token",
-            "ANSIBLE_REMOTE_USER": "tpu",
-            "ANSIBLE_PRIVATE_KEY_FILE": str(BENCH / "id_ed25519"),
-            "ANSIBLE_SSH_COMMON_ARGS": f"-o UserKnownHostsFile={BENCH / 'known_hosts'}",
-            # A fact cache of the benchmark's own: pod names are new in every round anyway.
-            "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(BENCH / "facts"),
-            "ANSIBLE_NOCOLOR": "true",
-            "ANSIBLE_FORCE_COLOR": "false",
-        }
-    )
-    return env
-
-
 class Bench:
     def __init__(self, opts: argparse.Namespace) -> None:
         self.opts = opts
-        self.env = environment(opts.port)
+        self.env = ansible_env(opts.port)
         self.env["BENCH_JAX_VERSION"] = opts.jax
         self.env["BENCH_PYTHON"] = f"python{opts.python}"
         self.stamp = time.strftime("%m%d%H%M")
@@ -135,14 +107,7 @@ class Bench:
         self.control = Path(tempfile.mkdtemp(prefix="bench-cp-"))
 
     def start(self) -> None:
-        BENCH.mkdir(parents=True, exist_ok=True)
-        key = BENCH / "id_ed25519"
-        if not key.exists():
-            subprocess.run(
-                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tpu@bench", "-f", str(key)],
-                check=True,
-            )
-        (BENCH / "known_hosts").touch()
+        ssh_key()
         subprocess.run(
             [
                 str(REPO / "tools" / "emulator.sh"),
@@ -303,25 +268,6 @@ class Bench:
                 self.teardown(name)
 
 
-def plot(results: Path, figures: Path) -> None:
-    """Draw the figures with matplotlib from a venv of the benchmark's own (not the project's)."""
-    venv = REPO / ".cache" / "bench-venv"
-    python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    probe = subprocess.run(
-        [str(python), "-c", "import matplotlib"], capture_output=True, check=False
-    )
-    if probe.returncode != 0:
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "matplotlib==3.10.7"], check=True
-        )
-    subprocess.run(
-        [str(python), str(REPO / "bench" / "bootstrap" / "plot.py"), str(results), str(figures)],
-        check=True,
-    )
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -396,7 +342,7 @@ def main() -> int:
     if opts.markdown:
         write_markdown(opts.markdown, text)
     if not opts.no_plot:
-        plot(opts.results, opts.figures)
+        draw(REPO / "bench" / "bootstrap" / "plot.py", str(opts.results), str(opts.figures))
     return 0
 
 

@@ -34,7 +34,6 @@ import json
 import os
 import platform
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -44,40 +43,23 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-BENCH = REPO / ".cache" / "bench"
+sys.path.insert(0, str(REPO))
+
+from bench.pod_bench import BENCH, PROJECT, ZONE, ansible_env, draw, log, run, ssh_key
+from bench.pull.report import markdown, write_markdown
+
 RESULTS = REPO / "bench" / "results" / "pull.json"
-PROJECT = "demo-project"
-ZONE = "us-central2-b"
 TYPES = {1: "v4-8", 2: "v4-16", 4: "v4-32", 8: "v4-64"}
-MARK_START = "<!-- bench-pull:start -->"
-MARK_END = "<!-- bench-pull:end -->"
 EMULATOR_ID = "benchpull"
 PLAYBOOK = ["ansible-playbook", "-i", "inventories/demo"]
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def cpu_children() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def measured(argv: list[str], env: dict[str, str], logfile: Path) -> tuple[float, float]:
     """Run a command to its end; wall seconds and controller CPU seconds. Fails loudly."""
-    cpu, start = cpu_children(), time.monotonic()
-    done = subprocess.run(
-        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    wall, cpu = time.monotonic() - start, cpu_children() - cpu
-    logfile.parent.mkdir(parents=True, exist_ok=True)
-    logfile.write_text(done.stdout, encoding="utf-8")
-    if done.returncode != 0:
-        tail = "\n".join(done.stdout.splitlines()[-30:])
-        raise RuntimeError(
-            f"{' '.join(argv[:3])} failed (rc {done.returncode}), {logfile}:\n{tail}"
-        )
+    wall, cpu, returncode, output = run(argv, env, logfile)
+    if returncode != 0:
+        tail = "\n".join(output.splitlines()[-30:])
+        raise RuntimeError(f"{' '.join(argv[:3])} failed (rc {returncode}), {logfile}:\n{tail}")
     return wall, cpu
 
 
@@ -89,33 +71,10 @@ class Bench:
         self.procs: list[subprocess.Popen[str]] = []
         self.git_url = ""
         self.git_commit = ""
-        self.env = dict(os.environ)
-        self.env.update(
-            {
-                "PATH": f"{REPO / '.venv' / 'bin'}:{self.env.get('PATH', '')}",
-                "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-                "CLOUDTPU_API_ENDPOINT": f"http://127.0.0.1:{opts.port}/v2",
-                "CLOUDTPU_PROJECT": PROJECT,
-                "CLOUDTPU_ZONES": ZONE,
-                "GCP_AUTH_KIND": "accesstoken",
-                "GCP_ACCESS_TOKEN": "bench-token",
-                "ANSIBLE_REMOTE_USER": "tpu",
-                "ANSIBLE_PRIVATE_KEY_FILE": str(BENCH / "id_ed25519"),
-                "ANSIBLE_SSH_COMMON_ARGS": f"-o UserKnownHostsFile={BENCH / 'known_hosts'}",
-                "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(BENCH / "facts"),
-                "ANSIBLE_NOCOLOR": "true",
-                "ANSIBLE_FORCE_COLOR": "false",
-            }
-        )
+        self.env = ansible_env(opts.port)
 
     def start(self) -> None:
-        BENCH.mkdir(parents=True, exist_ok=True)
-        key = BENCH / "id_ed25519"
-        if not key.exists():
-            subprocess.run(
-                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True
-            )
-        (BENCH / "known_hosts").touch()
+        ssh_key()
         served = Path(tempfile.mkdtemp(prefix="bench-pull-git-", dir=BENCH))
         subprocess.run(
             ["git", "clone", "-q", "--bare", str(REPO), str(served / "pod.git")], check=True
@@ -274,76 +233,6 @@ class Bench:
         return found
 
 
-def ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}x" if b else "-"
-
-
-def markdown(data: dict[str, Any]) -> str:
-    rows = {(r["kind"], r["workers"]): r for r in data["rows"]}
-    counts = sorted({r["workers"] for r in data["rows"]})
-    lines = [
-        data["header"],
-        "",
-        "| workers | push wall | pull wall | pull/push | push controller CPU "
-        "| pull controller CPU | pull/push | pull without waiting: controller CPU "
-        "| on the slowest worker: Ansible install, whole pull |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for n in counts:
-        push, pull = rows.get(("push", n)), rows.get(("pull", n))
-        if not push or not pull:
-            continue
-        worker = pull.get("worker_seconds") or []
-        inside = "-"
-        if worker:
-            install = max(w["install"] for w in worker)
-            inside = f"{install:.0f} s, {max(w['total'] for w in worker):.0f} s"
-        nowait = rows.get(("nowait", n))
-        alone = f"{nowait['cpu']:.1f} s" if nowait else "-"
-        lines.append(
-            f"| {n} | {push['wall']:.1f} s | {pull['wall']:.1f} s "
-            f"| {ratio(pull['wall'], push['wall'])} | {push['cpu']:.1f} s | {pull['cpu']:.1f} s "
-            f"| {ratio(pull['cpu'], push['cpu'])} | {alone} | {inside} |"
-        )
-    first, last = counts[0], counts[-1]
-    if first != last:
-        lines.append("")
-        for kind in ("push", "pull", "nowait"):
-            a, b = rows.get((kind, last)), rows.get((kind, first))
-            if a and b:
-                lines.append(
-                    f"Growth {first} → {last} workers, {kind}: wall {ratio(a['wall'], b['wall'])}, "
-                    f"controller CPU {ratio(a['cpu'], b['cpu'])}."
-                )
-    lines += ["", "![push against pull](bench/figures/pull-push.png)"]
-    return "\n".join(lines)
-
-
-def write_markdown(path: Path, text: str) -> None:
-    doc = path.read_text(encoding="utf-8")
-    block = f"{MARK_START}\n{text}\n{MARK_END}"
-    if MARK_START in doc:
-        pattern = re.escape(MARK_START) + ".*?" + re.escape(MARK_END)
-        doc = re.sub(pattern, lambda _m: block, doc, flags=re.S)
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(doc, encoding="utf-8")
-
-
-def plot(results: Path) -> None:
-    """The figure, with matplotlib from the benchmarks' own venv (as bench/bootstrap does)."""
-    python = REPO / ".cache" / "bench-venv" / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(python.parents[1])], check=True)
-    if subprocess.run([str(python), "-c", "import matplotlib"], capture_output=True).returncode:
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "matplotlib==3.10.7"], check=True
-        )
-    subprocess.run(
-        [str(python), str(REPO / "bench" / "pull" / "plot.py"), str(results)], check=True
-    )
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -409,7 +298,7 @@ def main() -> int:
     if opts.markdown:
         write_markdown(opts.markdown, text)
     if not opts.no_plot:
-        plot(opts.results)
+        draw(REPO / "bench" / "pull" / "plot.py", str(opts.results))
     return 0
 
 

@@ -43,10 +43,12 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.bootstrap.run import log, recap
+from bench.bootstrap.measure import recap
+from bench.pod_bench import log
 from bench.scale import report
 from tools.tpu_emulator.backends import NodeInfo
-from tools.tpu_emulator.docker_backend import DockerBackend, cleanup
+from tools.tpu_emulator.docker_backend import DockerBackend
+from tools.tpu_emulator.docker_cleanup import cleanup
 
 MARK = ("<!-- bench-scale:start -->", "<!-- bench-scale:end -->")
 MITOGEN = "mitogen==0.3.54"

@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Options every module of this collection that talks to the TPU v2 API accepts.
 
-They mirror ``auth_argument_spec()`` in ``plugins/module_utils/tpu_api.py`` and carry the same
-names as the tpu_vm inventory plugin's options, so one set of settings serves both.
+DOCUMENTATION (``cloudtpu.pod.tpu_api``) mirrors ``auth_argument_spec()`` in
+``plugins/module_utils/tpu_api.py`` and carries the same names as the tpu_vm inventory plugin's
+options, so one set of settings serves both. PROJECT (``cloudtpu.pod.tpu_api.project``) and
+ZONE (``cloudtpu.pod.tpu_api.zone``) document the options that say where the nodes are, written
+once here for the modules that take them.
 """
 
 from __future__ import annotations
@@ -91,4 +94,22 @@ requirements:
 notes:
   - The API calls run on the machine that runs the module, normally the control machine (a
     play on C(localhost), or a task delegated to it).
+"""
+
+    PROJECT = r"""
+options:
+  project:
+    description:
+      - Google Cloud project ID.
+      - Falls back to the environment variable E(GCP_PROJECT).
+    type: str
+    required: true
+"""
+
+    ZONE = r"""
+options:
+  zone:
+    description: Zone, for example C(us-central2-b).
+    type: str
+    required: true
 """

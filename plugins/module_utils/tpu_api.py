@@ -21,15 +21,16 @@ Use from anything else (an inventory plugin, a script)::
     client = TpuClient.from_params({"auth_kind": "accesstoken", "access_token": "t", ...})
 
 The parts of the client live in their own files: the options and their defaults
-(``tpu_api_options.py``), the errors and how an error answer is read (``tpu_api_errors.py``), and
-the sending of calls with credentials, retries and paging (``tpu_api_transport.py``). This file
-holds :class:`TpuClient`, one method per API call, and re-exports the public names of the others.
+(``tpu_api_options.py``), the errors and how an error answer is read (``tpu_api_errors.py``),
+the sending of calls with credentials, retries and paging (``tpu_api_transport.py``), and the
+long-running operations that node and queued-resource calls return, read and waited for
+(``tpu_api_operations.py``). This file holds :class:`TpuClient`, one method per call on nodes,
+locations and queued resources, and re-exports the public names of the others.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -38,6 +39,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_errors import
     TpuApiError,
     error_from_response,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_operations import TpuOperations
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options import (
     AUTH_KINDS,
     CLOUD_PLATFORM_SCOPE,
@@ -83,7 +85,7 @@ __all__ = [
 ALL_ZONES = "-"
 
 
-class TpuClient(TpuApiTransport):
+class TpuClient(TpuOperations):
     """Client of the Cloud TPU v2 API.
 
     ``module`` is an AnsibleModule (or any object with ``params`` and ``fail_json``) whose params
@@ -292,63 +294,6 @@ class TpuClient(TpuApiTransport):
             answer="nodes.getGuestAttributes",
         )
         return list(data.get("guestAttributes") or [])
-
-    # -- operations ---------------------------------------------------------------------------
-
-    def get_operation(self, name: str) -> dict[str, Any]:
-        """An operation by its full name ``projects/p/locations/z/operations/x``."""
-        return self.request(
-            "GET",
-            name,
-            zone=_zone_of(name),
-            permission="tpu.operations.get",
-            resource=f"operation {name}",
-        )
-
-    def wait_operation(
-        self,
-        operation: Mapping[str, Any],
-        timeout: float = 1800.0,
-        poll: float = 5.0,
-        clock: Callable[[], float] = time.monotonic,
-        each: Callable[[dict[str, Any]], None] | None = None,
-    ) -> dict[str, Any]:
-        """Poll an operation until it is done; return it, or raise if it failed or timed out.
-        ``each`` is called with the operation after every read (a module's progress line)."""
-        current = dict(operation)
-        deadline = clock() + timeout
-        while not current.get("done"):
-            if clock() >= deadline:
-                raise TpuApiError(
-                    f"Operation {current.get('name', '?')} is not done after {timeout:.0f} s. It "
-                    "goes on in the background; look at it with 'gcloud compute tpus tpu-vm "
-                    "operations describe' or wait longer (timeout).",
-                    reason="TIMEOUT",
-                )
-            if not current.get("name"):
-                raise TpuApiError(
-                    "The TPU API answered with an operation that is not done and has no name, so "
-                    "it cannot be followed; check the base_url option.",
-                    reason="BAD_RESPONSE",
-                )
-            self._sleep(poll)
-            current = self.get_operation(str(current["name"]))
-            if each is not None:
-                each(current)
-        error = current.get("error")
-        if isinstance(error, Mapping):
-            meta = current.get("metadata") or {}
-            raise TpuApiError(
-                "Operation {} on {} failed: {} (code {}).".format(
-                    current.get("name", "?"),
-                    meta.get("target", "?") if isinstance(meta, Mapping) else "?",
-                    error.get("message", "no message"),
-                    error.get("code", "?"),
-                ),
-                reason="OPERATION_FAILED",
-                api_message=str(error.get("message", "")),
-            )
-        return current
 
     # -- queued resources ---------------------------------------------------------------------
 

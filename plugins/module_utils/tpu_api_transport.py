@@ -6,7 +6,7 @@ paging, error answers turned into :class:`TpuApiError` (``tpu_api_errors.py``), 
 answer checked against the API's shapes (``tpu_api_shapes.py``) before a caller reads it.
 
 :class:`TpuApiTransport` is the base of :class:`TpuClient` in ``tpu_api.py``, which adds one
-method per API call.
+method per API call (the operations' calls through ``tpu_api_operations.py``).
 """
 
 from __future__ import annotations

@@ -29,16 +29,15 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import 
     MUTABLE_FIELDS,
     SPEC_FIELDS,
     TRANSITIONAL_STATES,
-    Deadline,
     describe_differences,
     merge_metadata,
     node_body,
     node_spec,
     node_workers,
     spec_differences,
-    wait_node,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import is_marker, reveal
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_wait import Deadline, wait_node
 
 
 class NodeTask:

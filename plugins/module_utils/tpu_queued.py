@@ -1,8 +1,9 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
 """Queued resource requests (TPU v2 API QueuedResource): the request body for the module's
-options, the differences with an existing request, the body that creates a request again with
-the spec the API reports, and the progress record of a request through its states."""
+options, the node ids a request names and its state, the differences with an existing request,
+the body that creates a request again with the spec the API reports, and the progress record of
+a request through its states."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
-    multislice_node_ids,
     node_body,
-    queued_resource_node_ids,
+    short_name,
 )
 
 NODE_FIELDS = (
@@ -119,6 +119,50 @@ def request_body(params: Mapping[str, Any]) -> dict[str, Any]:
     if window:
         body["queueingPolicy"] = window
     return body
+
+
+def multislice_node_ids(
+    queued_resource_id: str, node_id: str | None, node_count: int, node_prefix: str | None
+) -> list[str]:
+    """Node ids a queued resource creates: one node, or ``<prefix>-0`` .. ``<prefix>-(N-1)``."""
+    if node_count <= 1:
+        return [node_id or queued_resource_id]
+    prefix = node_prefix or queued_resource_id
+    return [f"{prefix}-{index}" for index in range(node_count)]
+
+
+def queued_resource_node_ids(qr: Mapping[str, Any]) -> list[str]:
+    """Node ids named by a queued resource's ``tpu.nodeSpec`` (multislice specs expanded)."""
+    ids: list[str] = []
+    qr_id = short_name(qr.get("name"))
+    for spec in (qr.get("tpu") or {}).get("nodeSpec") or []:
+        if not isinstance(spec, Mapping):
+            continue
+        multi = spec.get("multisliceParams") or spec.get("multiNodeParams") or {}
+        if multi:
+            ids.extend(
+                multislice_node_ids(
+                    qr_id, None, int(multi.get("nodeCount") or 0), multi.get("nodeIdPrefix")
+                )
+            )
+        elif spec.get("nodeId"):
+            ids.append(str(spec["nodeId"]))
+    return ids
+
+
+def queued_resource_state(qr: Mapping[str, Any]) -> tuple[str, str]:
+    """(state word, explanation) of a queued resource; the explanation is empty unless it says
+    why the request failed or was suspended."""
+    state = qr.get("state") or {}
+    word = str(state.get("state") or "STATE_UNSPECIFIED")
+    why = ""
+    failed = state.get("failedData") or {}
+    error = failed.get("error") if isinstance(failed, Mapping) else None
+    if isinstance(error, Mapping) and error.get("message"):
+        why = str(error["message"])
+    elif state.get("stateInitiator"):
+        why = f"state set by {state['stateInitiator']}"
+    return word, why
 
 
 def tier_of(qr: Mapping[str, Any]) -> str:

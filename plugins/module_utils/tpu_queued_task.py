@@ -20,15 +20,13 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued import (
     GIVEN_UP,
     Progress,
     differences,
+    queued_resource_node_ids,
+    queued_resource_state,
     recreate_body,
     request_body,
 )
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
-    Deadline,
-    node_summary,
-    queued_resource_node_ids,
-    queued_resource_state,
-)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import node_summary
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_wait import Deadline
 
 
 class QueuedResourceTask:

@@ -1,7 +1,7 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
-"""TPU node specs, filters and waits shared by the tpu_node, tpu_node_info and
-tpu_queued_resource modules.
+"""TPU node specs, summaries and filters shared by the tpu_node, tpu_node_info and
+tpu_queued_resource modules and the tpu_vm inventory.
 
 A *spec* is a node described with the tpu_node module's option names (``accelerator_type``,
 ``runtime_version``, ``labels``, ...). :func:`node_body` turns a spec into the API's Node JSON,
@@ -9,17 +9,16 @@ A *spec* is a node described with the tpu_node module's option names (``accelera
 what a task asks for and what exists, split into what the API can change in place (PATCH with an
 update mask) and what needs the node to be created again.
 
-Everything here except the ``wait_*`` helpers is a pure function of its arguments.
+Everything here is a pure function of its arguments. Waiting for a node is ``tpu_wait.py``;
+what a queued resource request names and how far it got is ``tpu_queued.py``.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import TpuApiError
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_facts import (
     accelerator_facts,
     node_accelerator_type,
@@ -315,93 +314,3 @@ def node_matches(
         if not any(fnmatchcase(node_id, pattern) for pattern in names):
             return False
     return True
-
-
-def multislice_node_ids(
-    queued_resource_id: str, node_id: str | None, node_count: int, node_prefix: str | None
-) -> list[str]:
-    """Node ids a queued resource creates: one node, or ``<prefix>-0`` .. ``<prefix>-(N-1)``."""
-    if node_count <= 1:
-        return [node_id or queued_resource_id]
-    prefix = node_prefix or queued_resource_id
-    return [f"{prefix}-{index}" for index in range(node_count)]
-
-
-def queued_resource_node_ids(qr: Mapping[str, Any]) -> list[str]:
-    """Node ids named by a queued resource's ``tpu.nodeSpec`` (multislice specs expanded)."""
-    ids: list[str] = []
-    qr_id = short_name(qr.get("name"))
-    for spec in (qr.get("tpu") or {}).get("nodeSpec") or []:
-        if not isinstance(spec, Mapping):
-            continue
-        multi = spec.get("multisliceParams") or spec.get("multiNodeParams") or {}
-        if multi:
-            ids.extend(
-                multislice_node_ids(
-                    qr_id, None, int(multi.get("nodeCount") or 0), multi.get("nodeIdPrefix")
-                )
-            )
-        elif spec.get("nodeId"):
-            ids.append(str(spec["nodeId"]))
-    return ids
-
-
-def queued_resource_state(qr: Mapping[str, Any]) -> tuple[str, str]:
-    """(state word, explanation) of a queued resource; the explanation is empty unless it says
-    why the request failed or was suspended."""
-    state = qr.get("state") or {}
-    word = str(state.get("state") or "STATE_UNSPECIFIED")
-    why = ""
-    failed = state.get("failedData") or {}
-    error = failed.get("error") if isinstance(failed, Mapping) else None
-    if isinstance(error, Mapping) and error.get("message"):
-        why = str(error["message"])
-    elif state.get("stateInitiator"):
-        why = f"state set by {state['stateInitiator']}"
-    return word, why
-
-
-class Deadline:
-    """Seconds left until a fixed moment; ``clock`` is injectable for tests."""
-
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.seconds = float(seconds)
-        self._clock = clock
-        self._end = clock() + self.seconds
-
-    def left(self) -> float:
-        return max(0.0, self._end - self._clock())
-
-    def passed(self) -> bool:
-        return self._clock() >= self._end
-
-
-def wait_node(
-    client: Any,
-    project: str,
-    zone: str,
-    name: str,
-    done: Callable[[dict[str, Any] | None], bool],
-    deadline: Deadline,
-    poll: float,
-    what: str,
-    sleep: Callable[[float], None] = time.sleep,
-    progress: Any = None,
-) -> dict[str, Any] | None:
-    """Poll a node until ``done(node or None)``; raise a TIMEOUT TpuApiError naming ``what``.
-    ``progress`` (a ``tpu_progress.ProgressLog``) gets the state seen at every read."""
-    while True:
-        node = client.find_node(project, zone, name)
-        if progress is not None:
-            progress.line(name, node.get("state", "?") if node else "gone")
-        if done(node):
-            return node
-        if deadline.passed():
-            state = node.get("state", "?") if node else "gone"
-            raise TpuApiError(
-                f"TPU node {name} in {project}/{zone} did not become {what} within "
-                f"{deadline.seconds:.0f} s (it is {state}). The API goes on with it in the "
-                "background; run the task again to keep waiting, or raise timeout.",
-                reason="TIMEOUT",
-            )
-        sleep(min(poll, max(deadline.left(), 0.01)))

@@ -39,6 +39,8 @@ description:
     value (C(<hidden startup-script, 7120 characters, the cloudtpu.pod pull bootstrap>)).
 extends_documentation_fragment:
   - cloudtpu.pod.tpu_api
+  - cloudtpu.pod.tpu_api.project
+  - cloudtpu.pod.tpu_api.zone
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -55,16 +57,6 @@ options:
     type: str
     required: true
     aliases: [node_id]
-  project:
-    description:
-      - Google Cloud project ID.
-      - Falls back to the environment variable E(GCP_PROJECT).
-    type: str
-    required: true
-  zone:
-    description: Zone of the node, for example C(us-central2-b).
-    type: str
-    required: true
   state:
     description:
       - V(present) makes the node exist with the spec (a stopped node stays stopped).

@@ -26,6 +26,7 @@ description:
   - Zones the API reports as unreachable are returned as warnings; their nodes are missing.
 extends_documentation_fragment:
   - cloudtpu.pod.tpu_api
+  - cloudtpu.pod.tpu_api.project
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -36,12 +37,6 @@ attributes:
   platform:
     platforms: all
 options:
-  project:
-    description:
-      - Google Cloud project ID.
-      - Falls back to the environment variable E(GCP_PROJECT).
-    type: str
-    required: true
   zones:
     description:
       - Zones to read. Empty means every zone (one call per page through the API's C(-)

@@ -29,6 +29,8 @@ description:
     after a reboot, before the script starts, the previous boot's result is what is read.
 extends_documentation_fragment:
   - cloudtpu.pod.tpu_api
+  - cloudtpu.pod.tpu_api.project
+  - cloudtpu.pod.tpu_api.zone
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -39,16 +41,6 @@ attributes:
   platform:
     platforms: all
 options:
-  project:
-    description:
-      - Google Cloud project ID.
-      - Falls back to the environment variable E(GCP_PROJECT).
-    type: str
-    required: true
-  zone:
-    description: Zone of the nodes, for example C(us-central2-b).
-    type: str
-    required: true
   nodes:
     description: Node IDs whose workers bootstrap themselves.
     type: list

@@ -35,6 +35,8 @@ description:
     exist.
 extends_documentation_fragment:
   - cloudtpu.pod.tpu_api
+  - cloudtpu.pod.tpu_api.project
+  - cloudtpu.pod.tpu_api.zone
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -50,16 +52,6 @@ options:
     type: str
     required: true
     aliases: [queued_resource_id]
-  project:
-    description:
-      - Google Cloud project ID.
-      - Falls back to the environment variable E(GCP_PROJECT).
-    type: str
-    required: true
-  zone:
-    description: Zone, for example C(us-central2-b).
-    type: str
-    required: true
   state:
     description:
       - V(present) requests the capacity and waits for it; V(absent) deletes the request.

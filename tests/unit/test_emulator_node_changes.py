@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from tests.module_harness import PROJECT, TOKEN, ZONE, Api, serve, state
-from tools.tpu_emulator import Emulator, EmulatorServer, docker_backend
+from tools.tpu_emulator import Emulator, EmulatorServer, docker_backend, docker_cli, docker_worker
 from tools.tpu_emulator.backends import InMemoryBackend, NodeInfo
-from tools.tpu_emulator.docker_backend import DockerBackend, ssh_banner, tpu_vm_hostname
+from tools.tpu_emulator.docker_backend import DockerBackend
+from tools.tpu_emulator.docker_worker import ssh_banner, tpu_vm_hostname
 
 tpu_api = importlib.import_module("ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api")
 PARENT = f"projects/{PROJECT}/locations/{ZONE}"
@@ -228,7 +229,7 @@ def test_a_closed_port_is_not_ready() -> None:
 def test_the_startup_script_file_is_root_only_and_empty_without_one(tmp_path, metadata, expected):
     """The Docker backend copies this file into every worker; the image runs it when not empty."""
     node = NodeInfo("p", "z", "n", "v4-8", 1, False, metadata=metadata)
-    path = DockerBackend._startup_script_file(None, node, str(tmp_path))  # type: ignore[arg-type]
+    path = docker_worker.startup_script_file(node, str(tmp_path))
     assert path.read_text() == expected
     assert path.stat().st_mode & 0o777 == 0o700
     assert tpu_vm_hostname(node, 3).endswith("-w-3")  # what the pull script reads its number from
@@ -237,14 +238,14 @@ def test_the_startup_script_file_is_root_only_and_empty_without_one(tmp_path, me
 def test_workers_get_the_fuse_device_only_when_the_host_has_one(tmp_path, monkeypatch) -> None:
     """A bucket mount needs /dev/fuse in the worker: given when the host has it, never faked."""
     device = tmp_path / "fuse"
-    assert docker_backend.fuse_run_args(str(device)) == []
+    assert docker_worker.fuse_run_args(str(device)) == []
     device.touch()
-    assert docker_backend.fuse_run_args(str(device)) == [
+    assert docker_worker.fuse_run_args(str(device)) == [
         "--device", str(device), "--security-opt", "apparmor=unconfined",
     ]  # fmt: skip
     calls: list[tuple[str, ...]] = []
-    monkeypatch.setattr(docker_backend, "_docker", lambda *args, **_: calls.append(args) or "")
-    monkeypatch.setattr(docker_backend, "fuse_run_args", lambda: ["--device", "/dev/fuse"])
+    monkeypatch.setattr(docker_cli, "call", lambda *args, **_: calls.append(args) or "")
+    monkeypatch.setattr(docker_worker, "fuse_run_args", lambda: ["--device", "/dev/fuse"])
     backend = object.__new__(DockerBackend)
     backend.image, backend.emulator_id, backend._nodes = "img", "t", {}
     backend._lock = threading.Lock()
@@ -269,7 +270,7 @@ def _docker_backend_without_docker(monkeypatch, gateway: str) -> tuple[DockerBac
             return "127.0.0.1 "
         return ""
 
-    monkeypatch.setattr(docker_backend, "_docker", docker)
+    monkeypatch.setattr(docker_cli, "call", docker)
     backend = object.__new__(DockerBackend)
     backend.image, backend.emulator_id, backend._nodes = "img", "t", {}
     backend._lock = threading.Lock()

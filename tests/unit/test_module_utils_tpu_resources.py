@@ -119,26 +119,6 @@ def test_describe_differences_lists_fields_and_values() -> None:
 
 
 @pytest.mark.parametrize(
-    ("qr_id", "node_id", "count", "prefix", "expected"),
-    [
-        ("qr", None, 1, None, ["qr"]),
-        ("qr", "n", 1, "ignored", ["n"]),
-        ("qr", None, 3, None, ["qr-0", "qr-1", "qr-2"]),
-        ("qr", None, 2, "ms", ["ms-0", "ms-1"]),
-    ],
-)
-def test_multislice_node_ids(
-    qr_id: str, node_id: str | None, count: int, prefix: str | None, expected: list[str]
-) -> None:
-    assert r.multislice_node_ids(qr_id, node_id, count, prefix) == expected
-
-
-def test_queued_resource_state_explains_a_failure() -> None:
-    qr = {"state": {"state": "FAILED", "failedData": {"error": {"message": "no quota"}}}}
-    assert r.queued_resource_state(qr) == ("FAILED", "no quota")
-
-
-@pytest.mark.parametrize(
     ("current", "wanted", "merged"),
     [
         ("", "tpu:k1 tpu", "tpu:k1 tpu"),

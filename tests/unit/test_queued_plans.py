@@ -1,5 +1,6 @@
 """provision_plan (queued resource or plain nodes) and recover_plan (what recover.yml does with
-each node), the Python behind the filters of the same names."""
+each node), the Python behind the filters of the same names; and what tpu_queued.py reads of a
+queued resource request (the node ids it names, its state)."""
 
 from __future__ import annotations
 
@@ -144,3 +145,23 @@ def test_recover_plan_knows_a_node_that_bootstraps_itself_from_provisions_own_te
         ("odd", False),
         ("plain", False),
     ]
+
+
+@pytest.mark.parametrize(
+    ("qr_id", "node_id", "count", "prefix", "expected"),
+    [
+        ("qr", None, 1, None, ["qr"]),
+        ("qr", "n", 1, "ignored", ["n"]),
+        ("qr", None, 3, None, ["qr-0", "qr-1", "qr-2"]),
+        ("qr", None, 2, "ms", ["ms-0", "ms-1"]),
+    ],
+)
+def test_multislice_node_ids(
+    qr_id: str, node_id: str | None, count: int, prefix: str | None, expected: list[str]
+) -> None:
+    assert queued.multislice_node_ids(qr_id, node_id, count, prefix) == expected
+
+
+def test_queued_resource_state_explains_a_failure() -> None:
+    qr = {"state": {"state": "FAILED", "failedData": {"error": {"message": "no quota"}}}}
+    assert queued.queued_resource_state(qr) == ("FAILED", "no quota")
