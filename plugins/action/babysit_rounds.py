@@ -14,7 +14,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ansible import context
@@ -49,17 +50,15 @@ FORWARDED = (
     ("become", "--become", "flag"),
     ("become_method", "--become-method", "value"),
     ("become_user", "--become-user", "value"),
-    ("vault_ids", "--vault-id", "each"),
-    ("vault_password_files", "--vault-password-file", "each"),
     ("module_path", "--module-path", "each"),
     ("diff", "--diff", "flag"),
     ("force_handlers", "--force-handlers", "flag"),
 )
-# Prompts a round cannot answer: it runs unattended, with no terminal of its own.
+# Prompts a round cannot answer: it runs unattended, with no terminal of its own. (Vault
+# passwords, however given, reach every round through a pipe: vault_fds.)
 PROMPTS = {
     "ask_pass": "--ask-pass (use an SSH key)",
     "become_ask_pass": "--ask-become-pass (give ansible_become_password in a vault file)",
-    "ask_vault_pass": "--ask-vault-pass (use --vault-password-file or --vault-id)",
 }
 
 
@@ -75,11 +74,16 @@ def prompt_problem(options: Mapping[str, Any]) -> str:
     )
 
 
-def round_argv(options: Mapping[str, Any], playbook: str) -> list[str]:
+def round_argv(
+    options: Mapping[str, Any], playbook: str, vault_ids: Sequence[tuple[str, int]] = ()
+) -> list[str]:
     """The ansible-playbook command line of one round: this Python's ansible-playbook, the
     options of ``options`` (Ansible's parsed command line) that say where and how to connect and
-    which variables and tags apply, and the round's playbook. Each value is one argument."""
+    which variables and tags apply, a --vault-id per vault password (its label and the file
+    descriptor it is read from: vault_fds), and the round's playbook. Each value is one
+    argument."""
     argv = [sys.executable, "-m", "ansible.cli.playbook"]
+    argv.extend(f"--vault-id={label}@/dev/fd/{fd}" for label, fd in vault_ids)
     for key, option, how in FORWARDED:
         value = options.get(key)
         if value in (None, "", (), [], False):
@@ -97,6 +101,35 @@ def round_argv(options: Mapping[str, Any], playbook: str) -> list[str]:
         argv.append("-" + "v" * verbosity)
     argv.append(playbook)
     return argv
+
+
+@contextmanager
+def vault_fds(secrets: Sequence[tuple[str, bytes]]) -> Iterator[list[tuple[str, int]]]:
+    """The vault passwords this run holds (however they were given: a file, a script, a
+    prompt), each in a pipe a round reads as its --vault-id file: (label, read end) pairs, open
+    for the round's start and closed after it. Never on disk nor on a command line."""
+    opened: list[tuple[str, int]] = []
+    try:
+        for label, secret in secrets:
+            read_end, write_end = os.pipe()
+            opened.append((label, read_end))
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(secret)
+        yield opened
+    finally:
+        for _label, fd in opened:
+            os.close(fd)
+
+
+def loaded_vault_secrets(loader: Any) -> list[tuple[str, bytes]]:
+    """(label, password) of every vault secret the controller loaded for this run."""
+    vault = getattr(loader, "_vault", None)
+    found = []
+    for label, secret in getattr(vault, "secrets", None) or []:
+        value = getattr(secret, "bytes", None)
+        if value:
+            found.append((str(label), bytes(value)))
+    return found
 
 
 def read_state(path: str) -> dict[str, Any]:
@@ -155,7 +188,12 @@ def run_rounds(
     return {"changed": rounds > 0, "rounds": rounds, "state": state}
 
 
-def start_child(argv: list[str], env: Mapping[str, str], show: Callable[[str], None]) -> int:
+def start_child(
+    argv: list[str],
+    env: Mapping[str, str],
+    show: Callable[[str], None],
+    pass_fds: Sequence[int] = (),
+) -> int:
     """Run one round to its end, its output shown line by line (Ansible's worker processes write
     to /dev/null, so the lines go through the controller's display); a SIGTERM to this process
     (the controller ends its workers so on Ctrl-C) ends the round too."""
@@ -165,6 +203,7 @@ def start_child(argv: list[str], env: Mapping[str, str], show: Callable[[str], N
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        pass_fds=tuple(pass_fds),
         text=True,
         errors="replace",
     )
@@ -199,18 +238,17 @@ class ActionModule(ActionBase):
         problem = prompt_problem(options)
         if problem:
             return dict(result, failed=True, msg=problem)
-        argv = round_argv(options, args["playbook"])
         env = dict(os.environ, **{STATE_ENV: args["state"]})
+        secrets = loaded_vault_secrets(self._loader)
         show = Display().display
+
+        def a_round(_number: int) -> int:
+            with vault_fds(secrets) as fds:
+                argv = round_argv(options, args["playbook"], fds)
+                return start_child(argv, env, show, [fd for _label, fd in fds])
+
         try:
-            result.update(
-                run_rounds(
-                    args["state"],
-                    lambda _round: start_child(argv, env, show),
-                    show,
-                    args["max_rounds"],
-                )
-            )
+            result.update(run_rounds(args["state"], a_round, show, args["max_rounds"]))
         except (OSError, ValueError) as error:
             return dict(result, failed=True, msg=f"babysit.yml: the kept state: {error}")
         return result

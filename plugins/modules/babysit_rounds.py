@@ -14,15 +14,19 @@ description:
   - The loop of C(playbooks/babysit.yml). Plays cannot loop, so each round (wait for the run to
     end or a worker to be lost, ask the TPU API, recover the lost nodes, restart the run) is an
     C(ansible-playbook) of its own, O(playbook), started with the options this run was given
-    (inventory, C(--limit), C(-e), C(--tags) and C(--skip-tags), the connection, C(become) and
-    vault options, the verbosity) and with the environment variable E(CLOUDTPU_BABYSIT_STATE)
-    naming O(state).
+    (inventory, C(--limit), C(-e), C(--tags) and C(--skip-tags), the connection and C(become)
+    options, the verbosity) and with the environment variable E(CLOUDTPU_BABYSIT_STATE) naming
+    O(state).
+  - The vault passwords this run holds, however they were given (a password file, a script,
+    C(--ask-vault-pass)), reach each round through a pipe it reads as its C(--vault-id) file,
+    never through a file on disk or the command line.
   - O(state) is the babysitter's state of the run, which babysit.yml keeps next to its log and
     every round reads and writes back. Rounds start until it says the watch is over, so the
     number of recoveries is not bounded by the size of the playbook, and babysit.yml stopped at
     any point (Ctrl-C ends the round too) and run again goes on from it.
-  - Refuses to start a round when this run was given a password prompt (C(--ask-pass),
-    C(--ask-become-pass), C(--ask-vault-pass)), which a round running unattended cannot answer.
+  - Refuses to start a round when this run was given C(--ask-pass) or C(--ask-become-pass),
+    which a round running unattended cannot answer (use an SSH key, and
+    C(ansible_become_password) in a vault file).
   - A round that fails before the watch is over fails this task, with the round's own output
     above it.
   - An action plugin; it runs on the controller.
