@@ -30,7 +30,6 @@ WITHOUT_SPEC = {
     "site.yml": "imports preflight.yml and bootstrap.yml",
     "preflight.yml": "takes no variables of its own",
     "reset.yml": "takes the libtpu role's variables (tpu_libtpu_*)",
-    "firewall.yml": "not yet converted: its variables are listed in its header comment",
     "ssh_config.yml": "not yet converted: its variables are listed in its header comment",
 }
 # The values a play may read as the user's text, without templating them (vars/run.yml).
