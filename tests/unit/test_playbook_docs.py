@@ -30,7 +30,6 @@ WITHOUT_SPEC = {
     "site.yml": "imports preflight.yml and bootstrap.yml",
     "preflight.yml": "takes no variables of its own",
     "reset.yml": "takes the libtpu role's variables (tpu_libtpu_*)",
-    "ssh_config.yml": "not yet converted: its variables are listed in its header comment",
 }
 # The values a play may read as the user's text, without templating them (vars/run.yml).
 AS_DATA = re.compile(r"lookup\('cloudtpu\.pod\.as_data', '([a-z_]+)'")
@@ -125,10 +124,15 @@ def _plays(path: Path) -> list[dict[str, Any]]:
 
 
 def _check_tasks(name: str) -> list[tuple[dict, dict]]:
-    """The (play, task) pairs of the playbook that call validate_argument_spec."""
+    """The (play, task) pairs of the playbook that call validate_argument_spec, in its plays or
+    in the task files they include."""
     found = []
     for play in _plays(PLAYBOOKS / f"{name}.yml"):
-        for task in play.get("tasks", []):
+        tasks = list(play.get("tasks", []))
+        for task in tasks:
+            for key in ("ansible.builtin.include_tasks", "ansible.builtin.import_tasks"):
+                if isinstance(task.get(key), str):
+                    tasks += _plays(PLAYBOOKS / task[key])
             if "ansible.builtin.validate_argument_spec" in task:
                 found.append((play, task))
     return found
