@@ -20,6 +20,9 @@ for tool in ansible-galaxy antsibull-docs sphinx-build; do
   fi
 done
 
+# The playbooks' pages are rendered from their specs and committed: a stale one fails the build.
+"$venv_bin/python" "$repo/tools/playbook_docs.py" --check
+
 rm -rf "$out"
 mkdir -p "$out/dist" "$out/collections"
 # The collection as it ships, installed where nothing else of this repository is visible

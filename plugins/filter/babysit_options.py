@@ -32,7 +32,7 @@ description:
     or C(ok=false) with one message that names every wrong variable, its value and what is
     allowed. Never fails itself.
   - Numbers go through the collection's shared check (C(number_problem)).
-    C(max_recoveries) is 0 to 5 (babysit.yml imports six rounds), C(interval) 1 to 3600 s,
+    C(max_recoveries) is 0 to 1000, C(interval) 1 to 3600 s,
     C(backoff_max) 0 to 86400 s, C(timeout) 60 s to 90 days.
   - C(run) is empty or a run id. C(log_dir) (default C(./.cache/babysit)) is a folder on this
     machine, or one to make, without C(..), a system folder or a symbolic link on the way (as
@@ -64,15 +64,15 @@ _value:
   type: dict
 """
 
-# How many rounds babysit.yml imports: one per recovery and the first watch.
-ROUNDS = 6
+# The most recoveries one babysit.yml may make (its rounds are a loop: babysit_rounds).
+MAX_RECOVERIES = 1000
 NUMBERS = {
     # field: (variable, default, minimum, maximum, integer, what it is)
     "max_recoveries": (
         "tpu_babysit_max_recoveries",
         3,
         0,
-        ROUNDS - 1,
+        MAX_RECOVERIES,
         True,
         "recoveries before the babysitter gives up",
     ),

@@ -307,3 +307,69 @@ def test_a_slice_without_the_coordinator_cannot_run_nfs(
     ], failed
     message = failed[0]["res"]["msg"]
     assert f"{WORKERS[1]} has no NFS server" in message, message
+
+
+def test_run_env_canaries_reach_no_event_no_artifact_and_no_fact_cache(
+    pod: dict[str, Any], whole_jobs: tuple[Any, Any], tmp_path: Path
+) -> None:
+    """run.yml as a job at verbosity 3 with --diff, its tpu_run_env values canaries given as the job's
+    extra vars (env/extravars, where the controller writes a survey's answers), with the fact
+    cache of a job template that stores facts: the run sees the values, and no event, no
+    artifact and no fact cache file holds one. The workers get a venv made with
+    ``python3 -m venv --without-pip`` at the login contract's place first (as
+    tests/integration/day_two_pod.py does: run.yml only sources it; the python role is proven
+    elsewhere); libtpu is there from the site.yml job above (run.yml calls tpu-unlock)."""
+    canaries = {
+        name: f"{name.lower()}-canary-{os.urandom(8).hex()}"
+        for name in ("HF_TOKEN", "WANDB_API_KEY")
+    }
+    data_dir = private_data_dir(tmp_path / "run", pod)
+    inventory = data_dir / "project" / SOURCE
+    venv = ansible_runner.run(
+        private_data_dir=str(data_dir),
+        inventory=str(inventory),
+        host_pattern="tpu",
+        module="ansible.builtin.command",
+        module_args="python3 -m venv --without-pip /home/tpu/.venv310 creates=/home/tpu/.venv310",
+        ident="venv",
+        # an ad-hoc command does not start in the project folder: name its configuration
+        envvars={"ANSIBLE_CONFIG": str(data_dir / "project" / "ansible.cfg")},
+        quiet=True,
+        timeout=300,
+    )
+    assert venv.status == "successful", stdout_tail(venv)
+    assert sorted(venv.stats["processed"]) == WORKERS, stdout_tail(venv)
+    (data_dir / "env" / "extravars").write_text(
+        yaml.safe_dump(
+            {
+                "cmd": 'test "$HF_TOKEN" = "$EXPECTED_HF" && echo the token reached the run',
+                "tpu_run_env": {**canaries, "EXPECTED_HF": canaries["HF_TOKEN"]},
+            }
+        ),
+        encoding="utf-8",
+    )
+    result = ansible_runner.run(
+        private_data_dir=str(data_dir),
+        playbook="playbooks/run.yml",
+        inventory=str(inventory),
+        ident="canary",
+        verbosity=3,
+        # the machine credential's user, and a job template's "Show Changes" (--diff)
+        cmdline="-u tpu --diff",
+        fact_cache_type="jsonfile",
+        quiet=True,
+        timeout=600,
+    )
+    assert result.status == "successful" and result.rc == 0, stdout_tail(result)
+    with result.stdout as handle:
+        assert "the token reached the run" in handle.read()
+    artifacts = data_dir / "artifacts"
+    files = [p for p in artifacts.rglob("*") if p.is_file()]
+    assert any(p.parent.name == "job_events" for p in files), "no events were written"
+    assert any("fact_cache" in p.parts for p in files), "no fact cache was written"
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for name, canary in canaries.items():
+            assert canary not in text, f"{name}'s value is in {path.relative_to(data_dir)}"
+    for event in result.events:
+        assert not any(c in json.dumps(event) for c in canaries.values()), event.get("event")

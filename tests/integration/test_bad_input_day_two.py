@@ -109,7 +109,7 @@ CASES = [
     Case("status.yml", "tpu_status_projects", {"a": 1}, '{"a": 1}'),
     Case("status.yml", "tpu_status_projects", ["demo-project", 5], "5"),
     *typed("status.yml", "tpu_status_zones", ["nowhere", "us-central2-b,../x"]),
-    *typed("babysit.yml", "tpu_babysit_max_recoveries", ["9", "many"]),
+    *typed("babysit.yml", "tpu_babysit_max_recoveries", ["1001", "many"]),
     *typed("babysit.yml", "tpu_babysit_interval", ["0"]),
     *typed("babysit.yml", "tpu_babysit_backoff_max", ["86401"]),
     *typed("babysit.yml", "tpu_babysit_timeout", ["10"]),

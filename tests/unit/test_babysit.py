@@ -11,7 +11,7 @@ import os
 import pytest
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_backoff import babysit_backoff
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_decide import babysit_decide
-from ansible_collections.cloudtpu.pod.plugins.filter.babysit_options import ROUNDS, babysit_options
+from ansible_collections.cloudtpu.pod.plugins.filter.babysit_options import MAX_RECOVERIES, babysit_options
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_pick import babysit_pick
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_teardown import babysit_teardown
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_babysit import (
@@ -59,7 +59,10 @@ def test_options_from_strings():
 @pytest.mark.parametrize(
     ("raw", "words"),
     [
-        ({"max_recoveries": str(ROUNDS)}, ["tpu_babysit_max_recoveries", str(ROUNDS), "0 to 5"]),
+        (
+            {"max_recoveries": str(MAX_RECOVERIES + 1)},
+            ["tpu_babysit_max_recoveries", str(MAX_RECOVERIES + 1), "0 to 1000"],
+        ),
         ({"max_recoveries": "many"}, ["tpu_babysit_max_recoveries", '"many"']),
         ({"interval": "0"}, ["tpu_babysit_interval", '"0"']),
         ({"timeout": True}, ["tpu_babysit_timeout", "true: not a whole number"]),
