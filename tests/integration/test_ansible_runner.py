@@ -312,8 +312,8 @@ def test_a_slice_without_the_coordinator_cannot_run_nfs(
 def test_run_env_canaries_reach_no_event_no_artifact_and_no_fact_cache(
     pod: dict[str, Any], whole_jobs: tuple[Any, Any], tmp_path: Path
 ) -> None:
-    """run.yml as a job at verbosity 3 with --diff, its tpu_run_env values canaries given as the job's
-    extra vars (env/extravars, where the controller writes a survey's answers), with the fact
+    """run.yml as a job at verbosity 3 with --diff, its tpu_run_env values canaries given as the
+    job's extra vars (env/extravars, where the controller writes a survey's answers), with the fact
     cache of a job template that stores facts: the run sees the values, and no event, no
     artifact and no fact cache file holds one. The workers get a venv made with
     ``python3 -m venv --without-pip`` at the login contract's place first (as

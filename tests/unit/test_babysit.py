@@ -11,7 +11,10 @@ import os
 import pytest
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_backoff import babysit_backoff
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_decide import babysit_decide
-from ansible_collections.cloudtpu.pod.plugins.filter.babysit_options import MAX_RECOVERIES, babysit_options
+from ansible_collections.cloudtpu.pod.plugins.filter.babysit_options import (
+    MAX_RECOVERIES,
+    babysit_options,
+)
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_pick import babysit_pick
 from ansible_collections.cloudtpu.pod.plugins.filter.babysit_teardown import babysit_teardown
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_babysit import (
