@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -184,5 +185,47 @@ def test_job_wait_prints_a_line_per_poll_while_the_job_runs(
     lines = timed_run([str(BIN / "ansible-playbook"), str(play)], env)
     seen = progress(lines, "localhost")
     assert len(seen) >= 2 and {state for _, state, _ in seen} == {"sleep running"}, lines
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(seen)]
+    assert max(gaps) < 2.5, gaps
+
+
+def test_ssh_wait_prints_a_line_per_poll_while_the_host_does_not_answer(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    # A worker whose sshd is not up yet: a local port that refuses connections.
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        port = holder.getsockname()[1]
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(
+        "all:\n  hosts:\n    silent-w0:\n"
+        f"      ansible_host: 127.0.0.1\n      ansible_port: {port}\n",
+        encoding="utf-8",
+    )
+    play = tmp_path / "ssh.yml"
+    play.write_text(
+        """
+- hosts: silent-w0
+  gather_facts: false
+  tasks:
+    - name: Wait for SSH
+      cloudtpu.pod.ssh_wait:
+        timeout: 5
+        sleep: 1
+        poll: 1
+      register: waited
+      ignore_errors: true
+    - name: It gave up, saying why
+      ansible.builtin.assert:
+        that:
+          - waited is failed
+          - "'no answer over its connection after 5 s' in waited.msg"
+      delegate_to: localhost
+""",
+        encoding="utf-8",
+    )
+    lines = timed_run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(play)], env)
+    seen = progress(lines, "silent-w0")
+    assert len(seen) >= 2 and {state for _, state, _ in seen} == {"no SSH answer yet"}, lines
     gaps = [b[0] - a[0] for a, b in itertools.pairwise(seen)]
     assert max(gaps) < 2.5, gaps

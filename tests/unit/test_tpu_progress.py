@@ -364,3 +364,47 @@ def test_a_failed_read_for_a_progress_line_is_a_line_and_the_wait_goes_on(
     task.show_node({"name": "op", "done": False})
     task.show_node({"name": "op", "done": True})  # done: the wait for the node shows it
     assert path.read_text().splitlines() == ["pod-a: ?, not read: UNAVAILABLE (0 s)"]
+
+
+# -- cloudtpu.pod.ssh_wait -------------------------------------------------------------------
+
+ssh_wait = importlib.import_module("ansible_collections.cloudtpu.pod.plugins.action.ssh_wait")
+
+
+def wait_for_ssh(answers: list[bool], clock: Clock, timeout: float = 60.0, poll: float = 10.0):
+    """ssh_wait over a host that answers (True) or not (False) in each slice; each slice lasts
+    the time it is given. (result, lines shown, the slices' lengths)"""
+    shown: list[str] = []
+    slices: list[float] = []
+    tries = iter(answers)
+
+    def attempt(seconds: float) -> dict[str, Any]:
+        slices.append(seconds)
+        if next(tries):
+            clock.now += 0.5
+            return {"changed": False, "elapsed": 0}
+        clock.now += seconds
+        return {"failed": True, "msg": "timed out waiting for ping module test: refused"}
+
+    result = ssh_wait.wait_ssh(attempt, shown.append, "pod-a-w0", timeout, poll, clock=clock)
+    return result, shown, slices
+
+
+def test_a_host_that_answers_at_once_prints_nothing() -> None:
+    result, shown, slices = wait_for_ssh([True], Clock())
+    assert result == {"changed": False, "elapsed": 0.5} and shown == [] and slices == [10.0]
+
+
+def test_a_line_after_every_slice_without_an_answer() -> None:
+    result, shown, _ = wait_for_ssh([False, False, True], Clock())
+    assert not result.get("failed") and result["elapsed"] == 20.5
+    assert shown == ["pod-a-w0: no SSH answer yet (10 s)", "pod-a-w0: no SSH answer yet (20 s)"]
+
+
+def test_a_host_that_never_answers_fails_at_the_timeout_with_the_last_reason() -> None:
+    result, shown, slices = wait_for_ssh([False] * 10, Clock(), timeout=25.0)
+    assert result["failed"] and result["elapsed"] == 25.0
+    assert "no answer over its connection after 25 s" in result["msg"]
+    assert "refused" in result["msg"]
+    # the last slice is cut to the time left; a line after each slice but the last
+    assert slices == [10.0, 10.0, 5.0] and len(shown) == 2
