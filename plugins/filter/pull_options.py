@@ -49,7 +49,8 @@ description:
   - C(repo) must be C(https://), C(ssh://), C(user@host:path) (SSH) or C(file://) (a path on the
     worker); C(http://) and C(git://), which neither encrypt nor authenticate, only to a loopback
     address or to a host named in C(repo_http_hosts) (C(tpu_provision_pull_repo_http_hosts)),
-    the same rule as the API's.
+    the same rule as the API's. A URL with credentials (a password or token before the C(@) of
+    an C(http(s)://) URL, a password in any) is refused, and the message does not show them.
   - C(version) is required, a full commit id (40 hex digits, 64 in a sha256 repository), which
     the script checks the checkout against before anything of it runs; a branch or tag only
     with C(unpinned) (C(tpu_provision_pull_unpinned)).
@@ -471,6 +472,15 @@ def repo_problem(value: Any, http_hosts: list[str]) -> str:
     except ValueError as exc:
         return refused(f"not a git URL ({exc})")
     scheme = parts.scheme.lower()
+    if "@" in parts.netloc and (parts.password is not None or scheme in ("https", "http")):
+        # shown without what stands before the @: it may be a token
+        hidden = f"{parts.scheme}://<hidden>@{parts.netloc.rsplit('@', 1)[1]}{parts.path}"
+        return (
+            f"tpu_provision_pull_repo is {_shown(hidden)}: it carries credentials (a password or "
+            "token before the @), which the node's metadata and every worker's log would keep; "
+            f"allowed: {allowed}, with no credentials in it (a public https:// URL, or ssh:// "
+            "with a deploy key)."
+        )
     if scheme == "file":
         if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
             return refused("file:// names a folder on the worker itself: file:///path")

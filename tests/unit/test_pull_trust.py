@@ -124,6 +124,22 @@ def test_other_repositories_are_refused(repo, words):
 
 
 @pytest.mark.parametrize(
+    "repo",
+    [
+        "https://x-access-token:ghp_canary123@git.example.test/you/pod.git",
+        "https://ghp_canary123@git.example.test/you/pod.git",
+        "ssh://git:ghp_canary123@git.example.test/you/pod.git",
+        "http://user:ghp_canary123@127.0.0.1/pod.git",
+    ],
+)
+def test_credentials_in_the_url_are_refused_without_showing_them(repo):
+    # the node's metadata and every worker's pull log would keep them
+    message = problems(repo=repo)
+    assert message.startswith("tpu_provision_pull_repo is ") and "carries credentials" in message
+    assert "ghp_canary123" not in message and "<hidden>@" in message, message
+
+
+@pytest.mark.parametrize(
     ("hosts", "words"), [("*", "is a pattern"), ("git://x", "is a URL"), (["a", ""], "is empty")]
 )
 def test_a_bad_repository_host_list_is_refused_and_allows_nothing(hosts, words):
