@@ -50,7 +50,8 @@ description:
     worker); C(http://) and C(git://), which neither encrypt nor authenticate, only to a loopback
     address or to a host named in C(repo_http_hosts) (C(tpu_provision_pull_repo_http_hosts)),
     the same rule as the API's. A URL with credentials (a password or token before the C(@) of
-    an C(http(s)://) URL, a password in any) is refused, and the message does not show them.
+    an C(http://) or C(https://) URL, a password in any) is refused, and the message does not
+    show them.
   - C(version) is required, a full commit id (40 hex digits, 64 in a sha256 repository), which
     the script checks the checkout against before anything of it runs; a branch or tag only
     with C(unpinned) (C(tpu_provision_pull_unpinned)).
