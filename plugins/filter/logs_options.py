@@ -16,7 +16,10 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
     local_path,
     local_path_problem,
 )
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import run_id_problem
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import (
+    log_copy_problem,
+    run_id_problem,
+)
 
 DOCUMENTATION = r"""
 name: logs_options
@@ -31,11 +34,13 @@ description:
     C(fetch) (C(tpu_logs_fetch)) true or false (C(boolean_problem)); C(run) (C(tpu_logs_run))
     empty or a run id; C(dest) (C(tpu_logs_dest), default C(./.cache/runs)) a folder on this
     machine, or one to make, without C(..), a system folder or a symbolic link on the way (as
-    every local path the playbooks take).
+    every local path the playbooks take); C(copy) (C(tpu_logs_copy)) empty or the folder on the
+    workers where runs keep copies of their logs (C(tpu_run_log_copy)), inside C(/opt), C(/srv)
+    or C(/mnt).
 positional: _input
 options:
   _input:
-    description: The raw values, keys C(tail), C(fetch), C(run), C(dest).
+    description: The raw values, keys C(tail), C(fetch), C(run), C(dest), C(copy).
     type: dict
     required: true
 """
@@ -49,8 +54,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: C(ok), C(message), C(errors), C(tail) (an int), C(fetch) (a bool), C(run) and
-    C(dest) (absolute).
+  description: C(ok), C(message), C(errors), C(tail) (an int), C(fetch) (a bool), C(run),
+    C(dest) (absolute) and C(copy).
   type: dict
 """
 
@@ -66,11 +71,14 @@ def logs_options(raw: Mapping[str, Any]) -> dict[str, Any]:
     run = "" if run is None else run
     dest = raw.get("dest")
     dest = DEST if dest is None or dest == "" else dest
+    copy = raw.get("copy")
+    copy = "" if copy is None else copy
     problems = [
         number_problem(tail, "tpu_logs_tail", 0, 99999),
         boolean_problem(fetch, "tpu_logs_fetch"),
         run_id_problem(run, "tpu_logs_run") if run != "" else "",
         local_path_problem(dest, "tpu_logs_dest", "new folder"),
+        log_copy_problem(copy, "tpu_logs_copy") if copy != "" else "",
     ]
     errors = [problem for problem in problems if problem]
     return {
@@ -81,6 +89,7 @@ def logs_options(raw: Mapping[str, Any]) -> dict[str, Any]:
         "fetch": True if errors else boolean(fetch),
         "run": run,
         "dest": "" if errors else local_path(dest),
+        "copy": "" if errors else copy,
     }
 
 

@@ -21,7 +21,9 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
     local_path_problem,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import (
+    WORK_ROOTS,
     as_data,
+    log_copy_problem,
     secret_names,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_environment import (
@@ -50,6 +52,9 @@ description:
     below the home; it must be the home, inside it, or inside C(/opt), C(/srv) or C(/mnt);
     without one, C(sync_dest) if given, else the home). Numbers and paths go through the
     collection's shared checks (C(number_problem), C(path_problem), C(boolean_problem)).
+  - C(log_copy) is empty or a folder on the workers inside C(/opt), C(/srv) or C(/mnt) (a
+    mounted bucket or share), where the run keeps copies of its log, record and exit code,
+    refreshed every C(log_copy_every) seconds.
   - C(env) and C(megascale_port) are checked as C(run_environment) checks them (the port of a
     multislice job's coordinator, whether or not the pod has several slices). The result holds
     the names of C(env) (C(env_names)), never its values, which are secret.
@@ -60,7 +65,7 @@ options:
   _input:
     description: The raw values, keys C(cmd), C(script), C(raw_params), C(detach), C(timeout),
       C(tail), C(start_delay), C(unlock), C(sync), C(workdir), C(sync_dest), C(env),
-      C(megascale_port).
+      C(megascale_port), C(log_copy), C(log_copy_every).
     type: dict
     required: true
   home:
@@ -98,6 +103,13 @@ NUMBERS = {
         3600,
         "seconds between the start decision and the shared start time",
     ),
+    "log_copy_every": (
+        "tpu_run_log_copy_every",
+        60,
+        1,
+        3600,
+        "seconds between two copies of the log into tpu_run_log_copy",
+    ),
 }
 BOOLEANS = {
     "detach": ("tpu_run_detach", False),
@@ -127,10 +139,6 @@ def _number(value: Any, field: str, errors: list[str]) -> int:
     return int(float(value))
 
 
-# Where a run may work: the login home and what is inside it, or inside these folders.
-WORK_ROOTS = ("/opt", "/srv", "/mnt")
-
-
 def _workdir(value: Any, home: str, errors: list[str]) -> str:
     """The working folder on a host with this home ('' when not given or without a home)."""
     if value is None or value == "":
@@ -151,6 +159,18 @@ def _workdir(value: Any, home: str, errors: list[str]) -> str:
             errors.append(problem)
             return ""
     return path
+
+
+def _log_copy(value: Any, errors: list[str]) -> str:
+    """The folder on the workers that keeps copies of each run's log ('' when not given): an
+    absolute path inside a work root (a bucket or share is mounted there), as a run's folder."""
+    if value is None or value == "":
+        return ""
+    problem = log_copy_problem(value, "tpu_run_log_copy")
+    if problem:
+        errors.append(problem)
+        return ""
+    return str(value)
 
 
 def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
@@ -191,6 +211,7 @@ def run_options(raw: Mapping[str, Any], home: str = "") -> dict[str, Any]:
     }
     result.update({field: _number(raw.get(field), field, errors) for field in NUMBERS})
     workdir = _workdir(raw.get("workdir"), home, errors)
+    result["log_copy"] = _log_copy(raw.get("log_copy"), errors)
     try:
         # the names only: every value of tpu_run_env is secret (this result is a fact)
         result["env_names"] = secret_names(

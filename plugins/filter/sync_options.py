@@ -20,6 +20,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths impor
     local_path,
     local_path_problem,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_run_data import WORK_ROOTS
 
 DOCUMENTATION = r"""
 name: sync_options
@@ -69,7 +70,7 @@ _value:
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._+-]+\Z")
 # Where code may go besides the login home (strictly inside them).
-ROOTS = ("/opt", "/srv", "/mnt")
+ROOTS = WORK_ROOTS
 REPO_ALLOWED = (
     "allowed: an address git can clone (https://..., ssh://..., git@host:path), not starting "
     "with '-'"

@@ -20,15 +20,25 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import _shown
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import _shown, path_problem
 
 SECRET = ("tpu_run_env",)
 # A run's id, as run.yml makes it: its UTC start time and four hex digits.
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}\Z")
+# Where a run's files may be on a worker besides the login home: a run's working folder, synced
+# code, the copies of its logs (a bucket or share is mounted there).
+WORK_ROOTS = ("/opt", "/srv", "/mnt")
+
+
+def log_copy_problem(value: Any, name: str) -> str:
+    """'' when ``value`` may be the folder on the workers that keeps copies of every run's log
+    (tpu_run_log_copy, tpu_logs_copy): an absolute path inside one of WORK_ROOTS; else why not."""
+    return path_problem(value, name, under=list(WORK_ROOTS))
 
 
 def run_id_problem(value: Any, name: str) -> str:
@@ -40,6 +50,28 @@ def run_id_problem(value: Any, name: str) -> str:
         f"{name} is {_shown(value)}: not a run id; allowed: a run id as run.yml prints it, "
         "such as 20261123T143000Z-ab12."
     )
+
+
+def earlier_attempts(lines: Any, run_id: str) -> list[str]:
+    """The runs that ``run_id`` continues (babysit.yml restarted it after them), oldest first,
+    from run records (JSON lines, any worker's, unreadable ones left out): each record's
+    C(continues) names the attempt before it. A loop or a record that is missing ends it."""
+    records: dict[str, Mapping[str, Any]] = {}
+    for line in lines if isinstance(lines, (list, tuple)) else []:
+        try:
+            record = json.loads(line) if isinstance(line, str) else line
+        except ValueError:
+            continue
+        if isinstance(record, Mapping) and RUN_ID_RE.match(str(record.get("run_id") or "")):
+            records.setdefault(str(record["run_id"]), record)
+    chain: list[str] = []
+    seen = {run_id}
+    current = str((records.get(run_id) or {}).get("continues") or "")
+    while RUN_ID_RE.match(current) and current not in seen:
+        chain.append(current)
+        seen.add(current)
+        current = str((records.get(current) or {}).get("continues") or "")
+    return chain[::-1]
 
 
 def as_data(value: Any) -> Any:

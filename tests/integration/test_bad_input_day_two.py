@@ -80,6 +80,8 @@ CASES = [
     *typed("run.yml", "tpu_run_unlock", ["maybe"]),
     *typed("run.yml", "tpu_run_sync", ["maybe"]),
     *typed("run.yml", "tpu_run_workdir", ["../x", "/etc", "/home/other/x"]),
+    *typed("run.yml", "tpu_run_log_copy", ["/etc/runs", "runs", "/mnt/../etc"]),
+    *typed("run.yml", "tpu_run_log_copy_every", ["0", "soon"]),
     # the values of tpu_run_env are secret: a refusal says what was given, never the value
     Case("run.yml", "tpu_run_env", "FOO=1", "got a string (not shown"),
     Case("run.yml", "tpu_run_env", {"1BAD": "x"}, "1BAD"),
@@ -103,6 +105,7 @@ CASES = [
     *typed("logs.yml", "tpu_logs_fetch", ["maybe"]),
     *typed("logs.yml", "tpu_logs_run", ["../../etc", "latest"]),
     *typed("logs.yml", "tpu_logs_dest", ["/etc", "../x", "etc/x", "notes.txt"]),
+    *typed("logs.yml", "tpu_logs_copy", ["/home/tpu/runs", "runs"]),
     Case("logs.yml", "tpu_logs_dest", ["x"], '["x"]'),
     *typed("status.yml", "tpu_status_runs", ["-1", "abc"]),
     *typed("status.yml", "tpu_status_projects", ["../x", "Bad Project"]),

@@ -362,3 +362,36 @@ def test_secrets_show_in_no_output_and_in_no_fact_cache(pod: Pod, tmp_path: Path
             assert not shown, (where, shown[:5])
         for name, text in cached.items():
             assert value not in text, name
+
+
+def test_logs_bring_every_attempt_of_a_restarted_run_from_the_copies(
+    pod: Pod, tmp_path: Path
+) -> None:
+    """Three attempts, each continuing the one before (as babysit.yml restarts a run), with
+    tpu_run_log_copy in /srv/runcopy (a folder the login user owns, standing in for a mounted
+    bucket). The first two attempts' run folders are then removed from the workers, as a
+    recreated node has none; logs.yml with tpu_logs_copy brings all three attempts' logs."""
+    pod.shell("sudo install -d -o tpu -m 0700 /srv/runcopy")
+    copy = ["-e", "tpu_run_log_copy=/srv/runcopy", "-e", "tpu_run_log_copy_every=1"]
+    ids: list[str] = []
+    for attempt in ("a", "b", "c"):
+        before = ["-e", f"tpu_run_continues={ids[-1]}"] if ids else []
+        result = pod.play(
+            "run.yml", *extra_vars({"cmd": f"echo attempt-{attempt}"}), *copy, *before
+        )
+        assert result.returncode == 0, result.tail()
+        ids.append(run_id(result))
+    pod.shell(f"rm -rf {HOME}/cloudtpu-runs/{ids[0]} {HOME}/cloudtpu-runs/{ids[1]}")
+
+    dest = tmp_path / "runs"
+    logs = pod.play("logs.yml", "-e", "tpu_logs_copy=/srv/runcopy", "-e", f"tpu_logs_dest={dest}")
+    assert logs.returncode == 0, logs.tail()
+    assert f"It continues {ids[0]}, {ids[1]} (restarted by babysit.yml)" in logs.stdout, logs.tail()
+    for attempt, rid in zip("abc", ids, strict=True):
+        for worker in WORKERS:
+            text = (dest / rid / f"{worker}.log").read_text(encoding="utf-8")
+            assert f"attempt-{attempt}" in text, (rid, worker, text)
+    # without the copies, only the newest attempt is on the workers
+    plain = pod.play("logs.yml", "-e", f"tpu_logs_dest={tmp_path / 'plain'}")
+    assert plain.returncode == 0 and "It continues" not in plain.stdout, plain.tail()
+    assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == [ids[2]]

@@ -278,6 +278,18 @@ def test_babysit(journey: Journey) -> None:
     record = final[f"{last}/{HOST}.json"]
     assert f'"continues": "{gone}"' in record, record
     assert final[f"{last}/{HOST}.rc"].strip() == "0"
+    # tpu_run_log_copy: every attempt kept its log and record in the bucket as it ran, read back
+    # here from the bucket service (the copy may trail a killed run by up to a second: its
+    # first line and its record are what is checked, not its last steps)
+    for new, old in [(first, ""), *restarts]:
+        copied = _object(journey, f"runs/{new}/{HOST}.log")
+        assert copied and f"resuming after step {_resumed_after(logs[new])}" in copied, (
+            new,
+            copied,
+        )
+        kept = _object(journey, f"runs/{new}/{HOST}.json") or ""
+        assert f'"continues": "{old}"' in kept, (new, kept)
+    assert (_object(journey, f"runs/{last}/{HOST}.rc") or "").strip() == "0"
 
 
 def test_teardown(journey: Journey) -> None:

@@ -5,10 +5,13 @@ tests/integration/test_run_playbook.py."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible_collections.cloudtpu.pod.plugins.filter.logs_options import logs_options
+from ansible_collections.cloudtpu.pod.plugins.filter.run_attempts import run_attempts
 from ansible_collections.cloudtpu.pod.plugins.filter.run_environment import run_environment
 from ansible_collections.cloudtpu.pod.plugins.filter.run_options import run_options
 from ansible_collections.cloudtpu.pod.plugins.filter.run_pick import run_pick
@@ -138,6 +141,30 @@ def test_a_working_folder_outside_the_allowed_places_is_refused(workdir):
     assert "tpu_run_workdir" in got["message"], got["message"]
 
 
+def test_log_copies_are_off_by_default_and_go_to_a_folder_that_outlives_the_worker():
+    got = run_options({"cmd": "pwd"}, HOME)
+    assert got["log_copy"] == "" and got["log_copy_every"] == 60
+    got = run_options({"cmd": "pwd", "log_copy": "/mnt/ckpt/runs", "log_copy_every": "2"}, HOME)
+    assert got["ok"] and (got["log_copy"], got["log_copy_every"]) == ("/mnt/ckpt/runs", 2)
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ({"log_copy": "runs"}, 'tpu_run_log_copy is "runs"'),
+        ({"log_copy": "/home/tpu/runs"}, 'tpu_run_log_copy is "/home/tpu/runs"'),
+        ({"log_copy": "/mnt/ckpt/runs/"}, "tpu_run_log_copy"),
+        ({"log_copy": "/mnt/../etc"}, "tpu_run_log_copy"),
+        ({"log_copy": "/mnt/x\n"}, "tpu_run_log_copy"),
+        ({"log_copy_every": "0"}, "tpu_run_log_copy_every"),
+    ],
+)
+def test_a_log_copy_folder_or_interval_that_is_not_allowed_is_refused(raw, words):
+    got = run_options({"cmd": "pwd", **raw}, HOME)
+    assert not got["ok"] and words in got["message"], got["message"]
+    assert "allowed" in got["message"]
+
+
 def test_environment_values_become_strings():
     assert run_environment({"A": 1, "B": True, "C": "x y", "D": None}) == {
         "A": "1",
@@ -219,3 +246,32 @@ def test_pick_refusals(found, requested, message):
     got = run_pick(found, requested)
     assert not got["ok"]
     assert message in got["message"], got["message"]
+
+
+def record(run_id: str, continues: str = "") -> str:
+    return json.dumps({"run_id": run_id, "host": "pod-a-w0", "continues": continues})
+
+
+A, B, C = "20261123T140000Z-aaaa", "20261123T150000Z-bbbb", "20261123T160000Z-cccc"
+
+
+def test_the_attempts_a_run_continues_oldest_first():
+    lines = [record(B, A), "not json", record(A), record(C, B), "[1]"]
+    assert run_attempts(lines, C) == [A, B]
+    assert run_attempts(lines, B) == [A]
+    assert run_attempts(lines, A) == []
+
+
+def test_a_missing_record_or_a_loop_ends_the_chain():
+    # B's record was never copied: C continues B, and what was before B is not known
+    assert run_attempts([record(C, B), record(A)], C) == [B]
+    assert run_attempts([record(A, B), record(B, A)], A) == [B]
+    assert run_attempts([record(C, "../../etc")], C) == []
+    assert run_attempts("not a list", C) == []
+
+
+def test_logs_take_the_copy_folder_as_runs_give_it():
+    assert logs_options({"copy": "/mnt/ckpt/runs"})["copy"] == "/mnt/ckpt/runs"
+    assert logs_options({})["copy"] == ""
+    got = logs_options({"copy": "/etc/runs"})
+    assert not got["ok"] and 'tpu_logs_copy is "/etc/runs"' in got["message"], got["message"]
