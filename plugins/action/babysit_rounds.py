@@ -214,8 +214,7 @@ def start_child(
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        assert child.stdout is not None
-        for line in child.stdout:
+        for line in child.stdout or ():
             show(line.rstrip("\n"))
         return child.wait()
     finally:
