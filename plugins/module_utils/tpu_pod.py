@@ -74,6 +74,23 @@ def _rank(name: str, hostvars: Mapping[str, Any]) -> tuple[int, int, str]:
         return (1, 0, name)
 
 
+def _one_host_per_worker_id(
+    node: str, ranked: list[str], hostvars: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """Raise ValueError when two hosts of one node give the same tpu_worker_id: which of them
+    is worker 0 (the coordinator) would be a matter of their names."""
+    seen: dict[int, str] = {}
+    for name in ranked:
+        rank = _rank(name, hostvars.get(name) or {})
+        if rank[0] == 0 and rank[1] in seen:
+            raise ValueError(
+                f"{seen[rank[1]]} and {name} both have tpu_worker_id {rank[1]} in node "
+                f"{node or '(none)'}; allowed: one host per worker id of a node (0, 1, ...)"
+            )
+        if rank[0] == 0:
+            seen[rank[1]] = name
+
+
 def pod_vars(members: Iterable[tuple[str, str]]) -> dict[str, Any]:
     """The published variables of a pod whose workers are ``(host name, address)`` in worker
     order (worker 0 first: the coordinator)."""
@@ -216,6 +233,7 @@ def pod_of(
     else:
         same = [n for n in names if str((hostvars.get(n) or {}).get("tpu_node") or "") == node]
         ranked = sorted(same, key=lambda n: _rank(n, hostvars.get(n) or {}))
+        _one_host_per_worker_id(node, ranked, hostvars)
         published = pod_vars((n, address(n, hostvars.get(n) or {})) for n in ranked)
     hosts = published["tpu_pod_hosts"]
     coordinator = (published["tpu_pod_coordinator"], published["tpu_pod_coordinator_ip"])

@@ -147,6 +147,15 @@ def test_wrong_slice_variables_are_refused(own: dict[str, Any], message: str) ->
         pod_of("h", {"h": {"tpu_node": "n", **own}}, ["h"])
 
 
+def test_two_hosts_with_one_worker_id_in_a_node_are_refused() -> None:
+    # which one coordinates would depend on their names
+    hosts = {**STATIC, "a-0-again": {"tpu_node": "a", "tpu_worker_id": 0}}
+    with pytest.raises(ValueError, match="a-0 and a-0-again both have tpu_worker_id 0 in node a"):
+        pod_of("a-1", hosts, list(hosts))
+    # the same id in two nodes is two pods' worker 0
+    assert pod_of("b-0", STATIC, list(STATIC))["coordinator"] == "b-0"
+
+
 def test_published_job_variables_win() -> None:
     own = {
         "tpu_node": "ms-1",
