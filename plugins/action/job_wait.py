@@ -13,6 +13,7 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_progress import progress_line
+from ansible_collections.cloudtpu.pod.plugins.plugin_utils.tpu_actions import inner_action
 
 SPEC = {
     "jid": {"type": "str", "required": True},
@@ -74,16 +75,8 @@ class ActionModule(ActionBase):
     def run(self, tmp: str | None = None, task_vars: dict | None = None) -> dict:
         result = super().run(tmp, task_vars)
         args = self.validate_argument_spec(argument_spec=SPEC)[1]
-        task = self._task.copy()
-        task.args = {"jid": args["jid"]}
-        async_status = self._shared_loader_obj.action_loader.get(
-            "ansible.builtin.async_status",
-            task=task,
-            connection=self._connection,
-            play_context=self._play_context,
-            loader=self._loader,
-            templar=self._templar,
-            shared_loader_obj=self._shared_loader_obj,
+        async_status, _task = inner_action(
+            self, "ansible.builtin.async_status", {"jid": args["jid"]}
         )
         name = str((task_vars or {}).get("inventory_hostname", "host"))
         result.update(

@@ -13,6 +13,7 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_progress import progress_line
+from ansible_collections.cloudtpu.pod.plugins.plugin_utils.tpu_actions import inner_action
 
 SPEC = {
     "timeout": {"type": "int", "default": 600},
@@ -59,16 +60,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: str | None = None, task_vars: dict | None = None) -> dict:
         result = super().run(tmp, task_vars)
         args = self.validate_argument_spec(argument_spec=SPEC)[1]
-        task = self._task.copy()
-        waiter = self._shared_loader_obj.action_loader.get(
-            "ansible.builtin.wait_for_connection",
-            task=task,
-            connection=self._connection,
-            play_context=self._play_context,
-            loader=self._loader,
-            templar=self._templar,
-            shared_loader_obj=self._shared_loader_obj,
-        )
+        waiter, task = inner_action(self, "ansible.builtin.wait_for_connection", {})
 
         def attempt(seconds: float) -> dict[str, Any]:
             task.args = {
