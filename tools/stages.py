@@ -38,7 +38,7 @@ SAMPLE = 60.0  # seconds between the machine CPU samples of the summary's timeli
 # A light stage takes a spare slot only when the CPUs were this idle over the last SETTLE
 # seconds, and no stage started within them (so the load of the last start is counted).
 SPARE_IDLE = 0.35
-SETTLE = 60.0
+SETTLE = 40.0
 DOCKER_CPUACCT = Path("/sys/fs/cgroup/cpuacct/docker/cpuacct.usage")
 
 
@@ -47,8 +47,9 @@ class Stage:
     name: str
     target: str
     needs: tuple[str, ...] = ()
-    # Mostly waits (on containers booting, apt's retries, molecule's steps): may take a spare
-    # slot past --jobs while the machine's CPUs are idle enough (see --spare).
+    # Mostly waits (on containers booting, apt's retries, molecule's steps): while one runs and
+    # the machine's CPUs are idle enough, another stage may take a spare slot past --jobs
+    # (see --spare and spare_choice).
     light: bool = False
 
 
@@ -57,7 +58,9 @@ class Stage:
 # the short stages fill the end and no long stage runs alone at the end: integration and the
 # journeys side by side, then the molecule scenarios and the newest ansible's parts, then the
 # short checks. Two slots by default: on two CPUs a third heavy stage slowed every other one more
-# than it gained (BENCHMARKS.md, "The test suite"); a light stage may take a spare one.
+# than it gained (BENCHMARKS.md, "The test suite"). Beside a light stage, whose waits leave the
+# CPUs idle, one more stage may take a spare slot (spare_choice): the short checks then fill the
+# time the molecule scenarios spend waiting, instead of queueing behind them.
 _MOLECULE = ("setup", "image")
 SUITE: tuple[Stage, ...] = (
     Stage("setup", "setup"),
@@ -235,6 +238,15 @@ def choose(
     return chosen
 
 
+def spare_choice(ready: list[Stage], running: list[Stage]) -> Stage | None:
+    """The stage that may take a spare slot: only beside a light stage (whose waiting is what
+    leaves the CPUs idle), and a stage that computes before one that mostly waits too, each in
+    priority order."""
+    if not any(stage.light for stage in running):
+        return None
+    return next((s for s in ready if not s.light), None) or next(iter(ready), None)
+
+
 def make_command(stage: Stage) -> list[str]:
     return ["make", "--no-print-directory", stage.target]
 
@@ -277,10 +289,10 @@ def run(
         start_now = choose(pending, names, passed, set(running), jobs - len(running))
         if not start_now and jobs <= len(running) < jobs + spare:
             ready = [s for s in pending if all(n not in names or n in passed for n in s.needs)]
-            light = next((s for s in ready if s.light), None)
-            if light is not None and load.idle(time.monotonic()) >= SPARE_IDLE:
-                say(f"stages: a spare slot for {light.name} (the CPUs were idle enough)")
-                start_now = [light]
+            extra = spare_choice(ready, [results[n].stage for n in running])
+            if extra is not None and load.idle(time.monotonic()) >= SPARE_IDLE:
+                say(f"stages: a spare slot for {extra.name} (the CPUs were idle enough)")
+                start_now = [extra]
         for stage in start_now:
             load.started(time.monotonic())
             pending.remove(stage)
@@ -366,9 +378,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--spare",
         type=int,
-        default=int(os.environ.get("STAGE_SPARE", "0")),
-        help="light stages that may run past --jobs while the CPUs are idle (default: "
-        "STAGE_SPARE or 0)",
+        default=int(os.environ.get("STAGE_SPARE", "1")),
+        help="stages that may run past --jobs beside a light one while the CPUs are idle "
+        "(default: STAGE_SPARE or 1)",
     )
     parser.add_argument("--only", nargs="+", metavar="STAGE", help="run these stages only")
     parser.add_argument("--list", action="store_true", help="list the stages and exit")

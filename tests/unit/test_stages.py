@@ -79,7 +79,9 @@ def test_timeline_gives_the_busy_share_of_each_interval() -> None:
     assert stages.timeline(samples) == "50 100"
 
 
-def test_a_light_stage_takes_a_spare_slot_only_while_the_cpus_are_idle(tmp_path: Path) -> None:
+def test_a_spare_slot_opens_beside_a_light_stage_only_while_the_cpus_are_idle(
+    tmp_path: Path,
+) -> None:
     # Three stages that each wait for the other two to start: they pass only side by side.
     wait = "for i in $(seq 60); do [ -e {} ] && [ -e {} ] && exit 0; sleep 0.1; done; exit 1"
     flag = tmp_path / "flag"
@@ -87,8 +89,8 @@ def test_a_light_stage_takes_a_spare_slot_only_while_the_cpus_are_idle(tmp_path:
         n: f"touch {flag}.{n}; " + wait.format(*(f"{flag}.{o}" for o in "xyz" if o != n))
         for n in "xyz"
     }
-    light = (Stage("x", "x"), Stage("y", "y"), Stage("z", "z", light=True))
-    heavy = (Stage("x", "x"), Stage("y", "y"), Stage("z", "z"))
+    beside_light = (Stage("x", "x", light=True), Stage("y", "y"), Stage("z", "z"))
+    heavy = (Stage("x", "x"), Stage("y", "y"), Stage("z", "z", light=True))
 
     def go(suite: tuple[Stage, ...], idle: float, name: str) -> int:
         for f in tmp_path.glob("flag.*"):
@@ -98,9 +100,18 @@ def test_a_light_stage_takes_a_spare_slot_only_while_the_cpus_are_idle(tmp_path:
         command = shell(scripts)
         return stages.run(suite, 2, tmp_path / name, command, spare=1, load=load)
 
-    assert go(light, 0.9, "idle") == 0, "z took the spare slot"
-    assert go(light, 0.1, "busy") == 1, "no spare slot while the CPUs are busy"
-    assert go(heavy, 0.9, "heavy") == 1, "only a light stage takes a spare slot"
+    assert go(beside_light, 0.9, "idle") == 0, "z took the spare slot beside the light x"
+    assert go(beside_light, 0.1, "busy") == 1, "no spare slot while the CPUs are busy"
+    assert go(heavy, 0.9, "heavy") == 1, "no spare slot while only heavy stages run"
+
+
+def test_the_spare_slot_goes_to_a_stage_that_computes_first() -> None:
+    mol_a, mol_b = Stage("mol-a", "a", light=True), Stage("mol-b", "b", light=True)
+    lint, unit = Stage("lint", "lint"), Stage("unit", "unit")
+    assert stages.spare_choice([mol_b, lint, unit], [mol_a]) == lint
+    assert stages.spare_choice([mol_b], [mol_a, lint]) == mol_b, "a light one when none computes"
+    assert stages.spare_choice([lint], [unit]) is None, "nothing light runs: no spare"
+    assert stages.spare_choice([], [mol_a]) is None
 
 
 def iter_readings(idle: float):
