@@ -64,8 +64,9 @@ class Stage:
 _MOLECULE = ("setup", "image")
 SUITE: tuple[Stage, ...] = (
     Stage("setup", "setup"),
-    Stage("image", "image"),
-    Stage("host-tools", "host-tools"),
+    # Built once per recipe hash: on a fresh machine mostly downloads (debootstrap, apt).
+    Stage("image", "image", light=True),
+    Stage("host-tools", "host-tools", light=True),
     Stage("integration", "integration", ("setup", "image", "host-tools")),
     Stage("journey", "journey", ("setup", "image", "host-tools")),
     Stage("molecule-default", "molecule-default", _MOLECULE, light=True),
@@ -287,7 +288,8 @@ def run(
                 say(f"stages: {stage.name} not run: it needs {', '.join(bad or blocked)}")
         passed = {n for n in names if results[n].code == 0}
         start_now = choose(pending, names, passed, set(running), jobs - len(running))
-        if not start_now and jobs <= len(running) < jobs + spare:
+        # A spare slot: past --jobs, or in a slot kept for a stage that waits on a light one.
+        if not start_now and len(running) < jobs + spare:
             ready = [s for s in pending if all(n not in names or n in passed for n in s.needs)]
             extra = spare_choice(ready, [results[n].stage for n in running])
             if extra is not None and load.idle(time.monotonic()) >= SPARE_IDLE:

@@ -105,6 +105,26 @@ def test_a_spare_slot_opens_beside_a_light_stage_only_while_the_cpus_are_idle(
     assert go(heavy, 0.9, "heavy") == 1, "no spare slot while only heavy stages run"
 
 
+def test_a_spare_slot_opens_while_a_kept_slot_waits_on_a_light_stage(tmp_path: Path) -> None:
+    # integration keeps the second slot while the (light) image builds; lint, which needs
+    # nothing running, takes a spare one instead of waiting for the image.
+    order = tmp_path / "order"
+    scripts = {
+        "image": f"for i in $(seq 50); do [ -e {order} ] && break; sleep 0.1; done; "
+        f"echo image >> {order}",
+        "integration": f"echo integration >> {order}",
+        "lint": f"echo lint >> {order}",
+    }
+    suite = (
+        Stage("image", "image", light=True),
+        Stage("integration", "integration", ("image",)),
+        Stage("lint", "lint"),
+    )
+    load = stages.Load(read=iter_readings(0.9), settle=0.2)
+    assert stages.run(suite, 2, tmp_path / "logs", shell(scripts), spare=1, load=load) == 0
+    assert order.read_text().split() == ["lint", "image", "integration"]
+
+
 def test_the_spare_slot_goes_to_a_stage_that_computes_first() -> None:
     mol_a, mol_b = Stage("mol-a", "a", light=True), Stage("mol-b", "b", light=True)
     lint, unit = Stage("lint", "lint"), Stage("unit", "unit")
