@@ -120,16 +120,20 @@ pull-lock: setup ## Regenerate pull mode's hashed lock (playbooks/templates/pull
 sanity: setup ## ansible-test sanity on the collection as built (plugins, roles and their scripts), shellcheck
 	tools/sanity.sh
 
+# What every scenario shares (driver, provisioner settings, verifier) is in .config/molecule/config.yml,
+# named here so that a copy without Git's folder (where molecule looks for it) finds it too.
+MOLECULE := molecule --base-config $(CURDIR)/.config/molecule/config.yml
+
 molecule: setup image ## Molecule scenarios in Docker: $(SCENARIOS)
 	@set -e; for s in $(SCENARIOS); do \
 	  echo "=== molecule test -s $$s"; \
-	  molecule test -s $$s; \
+	  $(MOLECULE) test -s $$s; \
 	done
 
 # One scenario: `make molecule-nfs` (make test runs each as a stage of its own).
 molecule-%: setup image
 	@echo "=== molecule test -s $*"
-	molecule test -s $*
+	$(MOLECULE) test -s $*
 
 # The full suite as stages (tools/stages.py): each stage is one of the targets above, up to
 # STAGE_JOBS (2) run side by side, each stage's output printed whole when it ends, and a table
@@ -163,7 +167,7 @@ test-next-pytest: next-venv ## unit tests and NEXT_INTEGRATION on the newest ans
 	  PATH=$(NEXT_BIN):$$PATH pytest -q tests/unit && PATH=$(NEXT_BIN):$$PATH pytest -q $(NEXT_INTEGRATION); fi
 
 test-torch-xla: setup image ## torch_xla really installed and imported (downloads about 4.4 GB; not in `test`)
-	molecule test -s torch-xla
+	$(MOLECULE) test -s torch-xla
 
 # Bootstrap benchmark (make bench): worker counts, fresh pods per side and count, re-runs after each.
 BENCH_WORKERS ?= 1 2 4 8
