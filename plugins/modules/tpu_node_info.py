@@ -84,6 +84,7 @@ options:
     type: int
     default: 500
   wait_healthy:
+    version_added: 0.2.0
     description:
       - Read the node O(name) in the one zone of O(zones) until it is C(READY) and its health is
         no longer C(UNHEALTHY_MAINTENANCE), a maintenance event over; fail after O(timeout)
@@ -93,10 +94,12 @@ options:
     type: bool
     default: false
   timeout:
+    version_added: 0.2.0
     description: With O(wait_healthy), seconds to wait in all.
     type: int
     default: 1800
   poll_interval:
+    version_added: 0.2.0
     description: With O(wait_healthy), seconds between two reads of the node.
     type: float
     default: 10.0
