@@ -107,8 +107,12 @@ def _roles(spec: dict[str, Any], options: bool) -> list[str]:
     lines += wrap(
         "The roles it runs, in this order. Their variables are on each role's page; every role"
         " checks its own against its argument spec when it starts, before it changes anything."
-        + ("" if options else " Give them with ``-e name=value`` (or ``-e @vars.yml``) or in the"
-           " inventory's ``group_vars``.")
+        + (
+            ""
+            if options
+            else " Give them with ``-e name=value`` (or ``-e @vars.yml``) or in the"
+            " inventory's ``group_vars``."
+        )
     )
     lines.append("")
     for role in roles:

@@ -14,7 +14,6 @@ from typing import Any
 
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import TpuApiError
 
-
 MAINTENANCE = "UNHEALTHY_MAINTENANCE"
 
 

@@ -285,7 +285,7 @@ def wait_problem(params: dict[str, Any]) -> str:
 
 def wait_healthy(client: TpuClient, params: dict[str, Any]) -> None:
     """Read the node until it is back from maintenance, a progress line at every read."""
-    zone = [z for z in params["zones"] if z and z != "-"][0]
+    zone = next(z for z in params["zones"] if z and z != "-")
     wait_node(
         client,
         params["project"],
