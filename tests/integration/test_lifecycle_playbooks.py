@@ -1,5 +1,6 @@
 """provision.yml, teardown.yml and recover.yml against the emulator's in-memory backend:
-preflight refusals, the queued resource path, check mode and the recreate-from-spec logic.
+preflight refusals, the queued resource path, check mode, the recreate-from-spec logic and the
+progress lines of the wait for a node under maintenance.
 
 The in-memory backend hands out addresses nobody answers on, so these runs skip the SSH wait
 and the bootstrap (tpu_*_wait_for_ssh=false, tpu_recover_bootstrap=false); the Docker test
