@@ -3,10 +3,12 @@
 Each spec file holds one variable, ``_tpu_playbook_spec``: ``short_description``,
 ``description`` (paragraphs), ``examples`` (the arguments after the playbook's name on a
 command line), ``options`` (argument-spec form: type, elements, default, choices, required,
-description; the playbook's first play gives them to ansible.builtin.validate_argument_spec) and
+description; the playbook's first play gives them to ansible.builtin.validate_argument_spec),
 ``data_options`` (the same form, for the user's text that the playbook reads as data and never
-gives to that check). Descriptions use Ansible's markup: C(), V(), O(), E() are code, I() is
-emphasis.
+gives to that check) and ``roles`` (the collection's roles the playbook runs, in order: the page
+links each role's own page, where its variables are, which the role checks against its
+argument spec when it starts). Descriptions use Ansible's markup: C(), V(), O(), E() are code,
+I() is emphasis.
 
 The pages go to docs/docsite/rst/playbook_<name>.rst, which docs/docsite/extra-docs.yml lists
 so the site's index links them; tests/unit/test_playbook_docs.py checks that they are current.
@@ -29,6 +31,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "playbooks" / "specs"
+ROLES = REPO / "roles"
 PAGES = REPO / "docs" / "docsite" / "rst"
 SPEC_VARIABLE = "_tpu_playbook_spec"
 COLLECTION = "cloudtpu.pod"
@@ -89,6 +92,36 @@ def wrap(text: str, indent: int = 0) -> list[str]:
     ]
 
 
+def role_summary(role: str) -> str:
+    """The short description of a role's main entry point (roles/<role>/meta/argument_specs.yml)."""
+    data = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
+    return data["argument_specs"]["main"]["short_description"]
+
+
+def _roles(spec: dict[str, Any], options: bool) -> list[str]:
+    """The page's section on the roles the playbook runs, each a link to the role's page."""
+    roles = spec.get("roles") or []
+    if not roles:
+        return []
+    lines = ["Roles", "-----", ""]
+    lines += wrap(
+        "The roles it runs, in this order. Their variables are on each role's page; every role"
+        " checks its own against its argument spec when it starts, before it changes anything."
+        + (
+            ""
+            if options
+            else " Give them with ``-e name=value`` (or ``-e @vars.yml``) or in the"
+            " inventory's ``group_vars``."
+        )
+    )
+    lines.append("")
+    for role in roles:
+        link = f":ref:`{COLLECTION}.{role} <ansible_collections.{COLLECTION}.{role}_role>`"
+        first, *rest = wrap(f"{link} -- {inline(role_summary(role))}", indent=2)
+        lines += [f"* {first}", *(f"  {line}" for line in rest)]
+    return [*lines, ""]
+
+
 def _value(value: Any) -> str:
     return f"``{json.dumps(value)}``"
 
@@ -140,8 +173,12 @@ def render(name: str, spec: dict[str, Any]) -> str:
     for example in spec.get("examples") or [""]:
         command = f"ansible-playbook -i {INVENTORY} {fqcn} {example}".rstrip()
         lines.append(f"   $ {command}")
+    lines.append("")
+    options = all_options(spec)
+    if not options:
+        lines += ["This playbook takes no variables of its own.", "", *_roles(spec, False)]
+        return "\n".join(lines).rstrip() + "\n"
     lines += [
-        "",
         *wrap(
             "Every variable is checked before the playbook changes anything; the types, choices"
             " and defaults below are the ones its check reads"
@@ -150,11 +187,8 @@ def render(name: str, spec: dict[str, Any]) -> str:
             " ``group_vars``."
         ),
         "",
+        *_roles(spec, True),
     ]
-    options = all_options(spec)
-    if not options:
-        lines += ["This playbook takes no variables of its own.", ""]
-        return "\n".join(lines).rstrip() + "\n"
     lines += [
         "Options",
         "-------",

@@ -24,6 +24,9 @@ description:
     C(<hidden startup-script, 7120 characters, the cloudtpu.pod pull bootstrap>), which
     M(cloudtpu.pod.tpu_node) takes back as the value it stands for.
   - Zones the API reports as unreachable are returned as warnings; their nodes are missing.
+  - With O(wait_healthy) it waits for one node to be back from a maintenance event first, and
+    the action plugin shows the node's state and health at every poll, as
+    M(cloudtpu.pod.tpu_node) shows its state.
 extends_documentation_fragment:
   - cloudtpu.pod.tpu_api
   - cloudtpu.pod.tpu_api.project
@@ -80,6 +83,26 @@ options:
     description: Nodes asked for per list call; the API may answer with fewer.
     type: int
     default: 500
+  wait_healthy:
+    version_added: 0.2.0
+    description:
+      - Read the node O(name) in the one zone of O(zones) until it is C(READY) and its health is
+        no longer C(UNHEALTHY_MAINTENANCE), a maintenance event over; fail after O(timeout)
+        seconds. Then return it as without this option.
+      - On the controller, every read is shown as a line with the node's name, state, health and
+        the seconds since the wait began. In check mode it does not wait.
+    type: bool
+    default: false
+  timeout:
+    version_added: 0.2.0
+    description: With O(wait_healthy), seconds to wait in all.
+    type: int
+    default: 1800
+  poll_interval:
+    version_added: 0.2.0
+    description: With O(wait_healthy), seconds between two reads of the node.
+    type: float
+    default: 10.0
 seealso:
   - module: cloudtpu.pod.tpu_node
   - plugin: cloudtpu.pod.tpu_vm
@@ -108,6 +131,14 @@ EXAMPLES = r"""
     zone: us-central2-b
     name: pod-a
   register: pod
+
+- name: Wait until a node under maintenance is healthy again, its state shown at every poll
+  cloudtpu.pod.tpu_node_info:
+    project: my-project
+    zone: us-central2-b
+    name: pod-a
+    wait_healthy: true
+    timeout: 3600
 
 - name: Its workers' internal addresses
   ansible.builtin.debug:
@@ -208,12 +239,19 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     check_module_options,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_progress import ProgressLog
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
     node_matches,
     node_summary,
     parse_node_name,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_wait import (
+    MAINTENANCE,
+    Deadline,
+    back_from_maintenance,
+    wait_node,
+)
 
 
 def argument_spec() -> dict[str, Any]:
@@ -227,8 +265,39 @@ def argument_spec() -> dict[str, Any]:
         accelerator_types={"type": "list", "elements": "str", "default": []},
         names={"type": "list", "elements": "str", "default": []},
         page_size={"type": "int", "default": 500},
+        wait_healthy={"type": "bool", "default": False},
+        timeout={"type": "int", "default": 1800},
+        poll_interval={"type": "float", "default": 10.0},
     )
     return spec
+
+
+def wait_problem(params: dict[str, Any]) -> str:
+    """'' when wait_healthy is off or names one node in one zone, else why not."""
+    zones = [z for z in params["zones"] if z and z != "-"]
+    if params["wait_healthy"] and (not params["name"] or len(zones) != 1):
+        return (
+            f"wait_healthy waits for one node in one zone; got name={params['name']!r} and "
+            f"zones={params['zones']!r}: give name and exactly one zone"
+        )
+    return ""
+
+
+def wait_healthy(client: TpuClient, params: dict[str, Any]) -> None:
+    """Read the node until it is back from maintenance, a progress line at every read."""
+    zone = next(z for z in params["zones"] if z and z != "-")
+    wait_node(
+        client,
+        params["project"],
+        zone,
+        params["name"],
+        back_from_maintenance,
+        Deadline(params["timeout"]),
+        params["poll_interval"],
+        f"READY without {MAINTENANCE}",
+        progress=ProgressLog(),
+        health=True,
+    )
 
 
 def read_nodes(client: TpuClient, params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -249,8 +318,12 @@ def main() -> None:
     module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
     check_module_options(module)
     params = module.params
+    if wait_problem(params):
+        module.fail_json(msg=wait_problem(params))
     try:
         client = TpuClient(module)
+        if params["wait_healthy"] and not module.check_mode:
+            wait_healthy(client, params)
         nodes, warnings = read_nodes(client, params)
     except TpuApiError as exc:
         module.fail_json(

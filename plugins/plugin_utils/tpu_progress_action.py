@@ -1,9 +1,11 @@
 # Copyright: (c) cloudtpu.pod contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The controller's half of the progress lines of cloudtpu.pod.tpu_node and
-cloudtpu.pod.tpu_queued_resource: while the module waits (for a node to be READY or gone, for a
-queued resource to be ACTIVE), each state it reads is shown on the terminal as it comes
-(``pod-a: CREATING (40 s)``), under the default callback, with no configuration.
+"""The controller's half of the progress lines of cloudtpu.pod.tpu_node,
+cloudtpu.pod.tpu_queued_resource and cloudtpu.pod.tpu_node_info: while the module waits (for a
+node to be READY or gone, for a queued resource to be ACTIVE, for a node to be back from a
+maintenance event), each state it reads is shown on the terminal as it comes
+(``pod-a: CREATING (40 s)``, ``pod-a: READY, health UNHEALTHY_MAINTENANCE (40 s)``), under the
+default callback, with no configuration.
 
 A module cannot print while it runs. When the module runs on the controller (connection local:
 the API calls are made from localhost), this action names a private temporary file in the
@@ -11,7 +13,7 @@ module's environment (``CLOUDTPU_PROGRESS_FILE``, ``module_utils/tpu_progress.py
 appends a line at every poll, and a thread here shows each new line through Ansible's Display,
 which reaches the terminal from a worker process at once. The module's result is unchanged.
 No lines are shown for a module run on another host, an async task, a task with no_log, check
-mode (nothing is waited for) or wait=false.
+mode (nothing is waited for) or wait=false (tpu_node_info: without wait_healthy=true).
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class ProgressAction(NormalAction):
     included); while it runs on the controller, show its progress lines."""
 
     _progress_path = ""
+    # The module's option that says whether it waits, and its default.
+    WAIT_OPTION = "wait"
+    WAIT_DEFAULT = True
 
     def shows_progress(self) -> bool:
         task = self._task
@@ -83,7 +88,7 @@ class ProgressAction(NormalAction):
             and not task.async_val
             and not task.no_log
             and not task.check_mode
-            and _wanted(task.args.get("wait", True))
+            and _wanted(task.args.get(self.WAIT_OPTION, self.WAIT_DEFAULT), self.WAIT_DEFAULT)
         )
 
     def _compute_environment_string(self, raw_environment_out: dict | None = None) -> str:

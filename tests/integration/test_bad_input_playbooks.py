@@ -13,7 +13,9 @@ node is shown by running whole playbooks with one bad value each (and with --che
 the emulator's in-memory backend, which must see no POST, PATCH or DELETE.
 
 The day-two playbooks (run, sync, logs, status, babysit) have their table in
-test_bad_input_day_two.py.
+test_bad_input_day_two.py. bootstrap.yml's one variable, tpu_bootstrap_hosts, is checked by a
+play of its own on all:localhost (run_once, so not a play for this table): its cases run the
+whole playbook at the end.
 """
 
 from __future__ import annotations
@@ -291,3 +293,23 @@ def test_firewall_with_the_good_values_gets_through_its_checks(tmp_path: Path) -
     cmd = [str(BIN / "ansible-playbook"), "-i", "localhost,", "playbooks/firewall.yml"]
     result = run([*cmd, "-e", f"@{vars_file}"], ansible_env("http://127.0.0.1:9/v2"), timeout=300)
     assert result.returncode == 0, result.tail()
+
+
+@pytest.mark.parametrize(
+    ("value", "shows"),
+    [({"a": 1}, '{"a": 1}'), (["tpu_node_pod_a", 5], '["tpu_node_pod_a", 5]')],
+    ids=["mapping", "number-in-list"],
+)
+def test_bootstrap_refuses_hosts_that_are_no_host_pattern(
+    tmp_path: Path, value: object, shows: str
+) -> None:
+    """bootstrap.yml's check play (on all:localhost, before the play whose hosts it names)."""
+    vars_file = tmp_path / "vars.json"
+    vars_file.write_text(json.dumps({"tpu_bootstrap_hosts": value}))
+    cmd = [str(BIN / "ansible-playbook"), "-i", "localhost,", "playbooks/bootstrap.yml"]
+    result = run([*cmd, "-e", f"@{vars_file}"], ansible_env("http://127.0.0.1:9/v2"), timeout=300)
+    assert result.returncode != 0, result.tail()
+    assert f"tpu_bootstrap_hosts is {shows}: allowed, a host pattern" in result.output, (
+        result.tail()
+    )
+    assert "PLAY [Bootstrap | base system" not in result.output, result.tail()

@@ -1,5 +1,6 @@
 """provision.yml, teardown.yml and recover.yml against the emulator's in-memory backend:
-preflight refusals, the queued resource path, check mode and the recreate-from-spec logic.
+preflight refusals, the queued resource path, check mode, the recreate-from-spec logic and the
+progress lines of the wait for a node under maintenance.
 
 The in-memory backend hands out addresses nobody answers on, so these runs skip the SSH wait
 and the bootstrap (tpu_*_wait_for_ssh=false, tpu_recover_bootstrap=false); the Docker test
@@ -9,6 +10,8 @@ and the bootstrap (tpu_*_wait_for_ssh=false, tpu_recover_bootstrap=false); the D
 from __future__ import annotations
 
 import os
+import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -208,6 +211,41 @@ def test_recover_recreates_a_preempted_node_with_its_spec(
         assert after[key] == before[key], (key, before[key], after[key])
     assert after["networkConfig"]["enableExternalIps"] is True
     assert inventory(env)["tpu_node_pod_a"]["hosts"] == ["pod-a-w0", "pod-a-w1"]
+
+
+def test_recover_shows_a_node_under_maintenance_at_every_poll(
+    emulator: EmulatorCli, env: dict[str, str]
+) -> None:
+    """The wait for a maintenance event prints the node's state, health and the seconds waited
+    at every poll (not Ansible's FAILED - RETRYING), then goes on once the node is healthy."""
+    values = {"tpu_provision_name": "pod-a", "tpu_provision_method": "node"}
+    assert playbook("provision.yml", env, *with_base(**values)).returncode == 0
+    node = f"projects/{PROJECT}/locations/{ZONE}/nodes/pod-a:set"
+    emulator.admin("POST", node, {"health": "UNHEALTHY_MAINTENANCE"})
+    reads = emulator.admin("GET", "stats")["by_route"].get("GET nodes.get", 0)
+    done = threading.Event()
+
+    def end_the_maintenance() -> None:
+        """Healthy again after ten more reads of the node: the wait's polls, 0.1 s apart."""
+        while not done.wait(0.2):
+            if emulator.admin("GET", "stats")["by_route"].get("GET nodes.get", 0) >= reads + 10:
+                emulator.admin("POST", node, {"health": "HEALTHY"})
+                return
+
+    watcher = threading.Thread(target=end_the_maintenance, daemon=True)
+    watcher.start()
+    try:
+        result = playbook("recover.yml", env, *with_base(tpu_recover_nodes="pod-a", **values))
+    finally:
+        done.set()
+        watcher.join(timeout=10)
+    assert result.returncode == 0, result.tail()
+    polls = re.findall(r"^pod-a: READY, health (\w+) \((\d+) s\)$", result.stdout, re.M)
+    under = [int(s) for health, s in polls if health == "UNHEALTHY_MAINTENANCE"]
+    assert len(under) >= 5 and under == sorted(under), result.tail()
+    assert polls[-1][0] == "HEALTHY", polls[-3:]
+    assert "FAILED - RETRYING" not in result.stdout, result.tail()
+    assert emulator.node("pod-a")["health"] == "HEALTHY"
 
 
 def test_a_node_made_again_under_its_name_drops_the_old_vms_facts(
