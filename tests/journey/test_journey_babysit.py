@@ -29,7 +29,9 @@ three continuations, and each continuation resumed after the last step its prede
 (for a preempted run, the step the bucket held once the node was killed); each continuation's
 record names the run it continues; the babysitter logged and reported the node's deletion, the
 emulator has no node left and no worker container or network; the bucket holds the checkpoint of
-step 60. Then the status table lists no node, and the bucket service no longer answers.
+step 60; before the deletion babysit.yml brought every attempt's log to this machine
+(./.cache/runs/<run id>/, logs.yml with the copies in the bucket). Then the status table lists no
+node, and the bucket service no longer answers.
 """
 
 from __future__ import annotations
@@ -290,6 +292,14 @@ def test_babysit(journey: Journey) -> None:
         kept = _object(journey, f"runs/{new}/{HOST}.json") or ""
         assert f'"continues": "{old}"' in kept, (new, kept)
     assert (_object(journey, f"runs/{last}/{HOST}.rc") or "").strip() == "0"
+    # and babysit.yml brought every attempt's log home before it deleted the node (logs.yml
+    # with the copies): the last attempt's whole, the killed ones' from their copies
+    home = REPO / ".cache" / "runs"
+    for new, _ in [(first, ""), *restarts]:
+        fetched = (home / new / f"{HOST}.log").read_text(encoding="utf-8")
+        assert _resumed_after(fetched) == _resumed_after(logs[new]), (new, fetched)
+    assert (home / last / f"{HOST}.log").read_text(encoding="utf-8") == logs[last]
+    assert f"It continues {first}, {restarts[0][0]}, {gone}" in run.output, run.tail()
 
 
 def test_teardown(journey: Journey) -> None:
