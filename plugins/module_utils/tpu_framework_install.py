@@ -36,8 +36,8 @@ def installer(
 
     Returns ``name``, ``python`` (the venv's), ``index`` and ``env`` (the installer's),
     ``pip_index`` and ``pip_env`` (pip's, for the pod's wheel download), ``head`` (the install
-    command without its arguments) and ``newest`` (the command that asks the index for the newest release; the
-    distribution's name goes to its standard input with uv).
+    command without its arguments) and ``newest`` (the command that asks the index for the
+    newest release; the distribution's name goes to its standard input with uv).
     """
     python = f"{venv}/bin/python"
     bundle = ca_bundle or SYSTEM_BUNDLE
