@@ -34,7 +34,9 @@ def nfs_status(
     is_server = boolean(plan["is_server"], strict=False)
     address = plan["server_address"]
     service = "nfs-server" if backend == "kernel" else "nfs-ganesha"
-    mount_now = switch_mount in YES or (switch_mount == "auto" and boolean(kernel["client"], strict=False))
+    mount_now = switch_mount in YES or (
+        switch_mount == "auto" and boolean(kernel["client"], strict=False)
+    )
     start_now = switch_start in YES or (
         switch_start == "auto" and (backend == "ganesha" or boolean(kernel["server"], strict=False))
     )
