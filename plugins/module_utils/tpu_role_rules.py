@@ -43,6 +43,29 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_role_rules_networ
     NETWORK_RULES,
 )
 
+# --- apt (the shared step; its bounds are those of the roles that import it) -------------
+
+
+def _apt_step(values: RoleValues) -> list:
+    """The numbers of the apt step, named as the importing role names them (tpu_base_apt_retries)
+    or as the step does (tpu_apt_retries) when a play uses it directly."""
+    caller = values["tpu_apt_caller"]
+    prefix = "tpu_apt_" if caller == "apt" else f"tpu_{caller}_apt_"
+    limits = (("lock_timeout", 0, 3600), ("cache_valid_time", 0, 31536000), ("retries", 0, 100))
+    return [
+        number_problem(values[f"tpu_apt_{key}"], prefix + key, minimum=low, maximum=high)
+        for key, low, high in limits
+    ]
+
+
+APT = (
+    (
+        _apt_step,
+        number("tpu_apt_attempt_timeout", 30, 86400),
+        number("tpu_apt_pod_cache_port", 1024, 65535),
+    ),
+)
+
 # --- base --------------------------------------------------------------------------------
 
 PACKAGE = r"[a-z0-9][a-z0-9+.-]+(:[a-z0-9]+)?(=[A-Za-z0-9.+~:-]+)?"
@@ -358,6 +381,7 @@ LIBTPU = (
 )
 
 RULES = {
+    "apt": APT,
     "base": BASE,
     "python": PYTHON,
     "framework": FRAMEWORK,

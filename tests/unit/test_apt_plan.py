@@ -107,15 +107,20 @@ def test_the_bootstrap_play_plans_the_roles_that_install_packages():
     play = yaml.safe_load((REPO / "playbooks/bootstrap.yml").read_text())[0]
     tags = {entry["role"].split(".")[-1]: entry["tags"] for entry in play["roles"]}
     plan = play["vars"]["tpu_apt_packages_ahead"]
+    # the filter in the plan, and the one the role decides its own packages with
     planned = {
-        "python": "cloudtpu.pod.python_packages_ahead",
-        "remote_shell": "cloudtpu.pod.remote_shell_packages",
+        "python": ("cloudtpu.pod.python_packages_ahead", "cloudtpu.pod.python_source"),
+        "remote_shell": (
+            "cloudtpu.pod.remote_shell_packages",
+            "cloudtpu.pod.remote_shell_packages",
+        ),
     }
-    for role, function in planned.items():
+    for role, (function, own) in planned.items():
         assert f"'{role}': tpu_{role}_" in plan
         assert function in plan
         assert tags[role] == [role], "apt_plan selects a role by its name as a tag"
-        assert function in (REPO / "roles" / role / "vars/main.yml").read_text()
+        role_text = "".join(p.read_text() for p in (REPO / "roles" / role).rglob("*.yml"))
+        assert own in role_text
     assert "__" not in plan
     assert "apt_plan(ansible_run_tags, ansible_skip_tags)" in plan
 

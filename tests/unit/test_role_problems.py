@@ -88,7 +88,7 @@ def test_rules_read_only_the_contract(role: str) -> None:
 
 
 def test_every_role_with_a_preflight_has_rules_and_calls_them_once() -> None:
-    for preflight in sorted(ROLES.glob("*/tasks/preflight.yml")):
+    for preflight in [*sorted(ROLES.glob("*/tasks/preflight.yml")), ROLES / "apt/tasks/main.yml"]:
         role = preflight.parent.parent.name
         text = preflight.read_text()
         assert role in RULES, role
@@ -98,6 +98,10 @@ def test_every_role_with_a_preflight_has_rules_and_calls_them_once() -> None:
 
 # role, the variables changed, what the one message must hold (variable, value, allowed)
 CASES = [
+    ("apt", {"tpu_apt_retries": 500}, ["tpu_apt_retries is 500", "0 to 100"]),
+    ("apt", {"tpu_apt_caller": "base", "tpu_apt_lock_timeout": -1}, ["tpu_base_apt_lock_timeout"]),
+    ("apt", {"tpu_apt_attempt_timeout": 10}, ["tpu_apt_attempt_timeout", "30 to 86400"]),
+    ("apt", {"tpu_apt_pod_cache_port": "http"}, ["tpu_apt_pod_cache_port", "http"]),
     ("base", {"tpu_base_apt_retries": 500}, ["tpu_base_apt_retries", "500", "0 to 100"]),
     ("base", {"tpu_base_unattended_upgrades": "off"}, ["tpu_base_unattended_upgrades", '"off"']),
     ("base", {"tpu_base_packages": "htop git"}, ["tpu_base_packages", "htop git", "Debian"]),
