@@ -228,3 +228,44 @@ def test_an_external_server_needs_no_server_in_the_pod() -> None:
 def test_an_unknown_role_is_refused() -> None:
     with pytest.raises(KeyError, match="roles with rules"):
         role_problems("nope", values_of("base"))
+
+
+class _Templar:
+    def template(self, value: Any) -> Any:
+        return value
+
+
+class _Login:
+    def run(self, terms: list, variables: dict) -> list:
+        return [LOGIN]
+
+
+def _lookup(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from ansible_collections.cloudtpu.pod.plugins.lookup import role_problems as plugin
+
+    monkeypatch.setattr(plugin.lookup_loader, "get", lambda *args, **kwargs: _Login())
+    lookup = plugin.LookupModule()
+    lookup._templar = _Templar()
+    return lookup
+
+
+def test_the_lookup_reads_the_roles_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    lookup = _lookup(monkeypatch)
+    defaults = yaml.safe_load((ROLES / "tcmalloc" / "defaults" / "main.yml").read_text())
+    variables = {**defaults, "role_path": str(ROLES / "tcmalloc")}
+    assert lookup.run(["tcmalloc"], variables) == []
+    found = lookup.run(["tcmalloc"], {**variables, "tpu_tcmalloc_mode": "off"})
+    assert len(found) == 1 and "tpu_tcmalloc_mode" in found[0]
+
+
+def test_the_lookup_refuses_what_is_not_the_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ansible.errors import AnsibleLookupError
+
+    lookup = _lookup(monkeypatch)
+    with pytest.raises(AnsibleLookupError, match="one role name"):
+        lookup.run(["nope"], {})
+    with pytest.raises(AnsibleLookupError, match="only in a role"):
+        lookup.run(["base"], {})
+    # the base rules run against the tcmalloc role's argument spec: they read names it lacks
+    with pytest.raises(AnsibleLookupError, match="not an option"):
+        lookup.run(["base"], {"role_path": str(ROLES / "tcmalloc")})
