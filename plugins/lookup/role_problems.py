@@ -23,8 +23,10 @@ description:
     right); the problems of the first stage that has any are returned.
 options:
   _terms:
-    description: The role's short name (C(base), C(python), C(framework), C(tcmalloc), C(libtpu),
-      C(remote_shell), C(nfs), C(storage)).
+    description:
+      - The role's short name (C(apt), C(base), C(python), C(framework), C(tcmalloc), C(libtpu),
+        C(remote_shell), C(nfs), C(storage)), or a table of the role's checks on the host after
+        its probe, named C(<role>:<what>) (C(base:host)).
     required: true
     type: list
     elements: str
@@ -70,7 +72,8 @@ class LookupModule(LookupBase):
                 f"cloudtpu.pod.role_problems takes one role name, one of {sorted(RULES)};"
                 f" got {terms} {kwargs or ''}"
             )
-        role = terms[0]
+        table = terms[0]
+        role = table.split(":")[0]
         variables = variables or {}
         role_path = self._templar.template(variables.get("role_path") or "")
         if not role_path:
@@ -79,7 +82,7 @@ class LookupModule(LookupBase):
             options = role_options(role_path, yaml.safe_load)
         except (OSError, yaml.YAMLError) as error:
             raise AnsibleLookupError(f"cloudtpu.pod.role_problems: {error}") from error
-        allowed = readable_names(options, INTERNAL.get(role, ()))
+        allowed = readable_names(options, INTERNAL.get(table, ()))
 
         def get(name: str) -> Any:
             if name not in allowed:
@@ -99,4 +102,4 @@ class LookupModule(LookupBase):
             )
             return lookup.run([], variables=variables)[0]
 
-        return role_problems(role, RoleValues(get, login))
+        return role_problems(table, RoleValues(get, login))

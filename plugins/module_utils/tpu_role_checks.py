@@ -68,7 +68,7 @@ class RoleValues:
 
 
 # What any role's rules may read besides its options and the facts its table names.
-CONTEXT = ("inventory_hostname", "hostvars", "tpu_node")
+CONTEXT = ("inventory_hostname", "hostvars", "tpu_node", "ansible_check_mode")
 
 
 def readable_names(options: Iterable[str], internal: Iterable[str] = ()) -> frozenset:

@@ -117,6 +117,52 @@ BASE = (
     ),
 )
 
+
+def _as_int(value: object) -> int:
+    """What Jinja's ``int`` filter makes of a value (0 when it is not a whole number)."""
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return 0
+
+
+def _base_host(values: RoleValues) -> list:
+    """What the host can take (tasks/configure.yml, after its probe, tpu_base__found): the time
+    zone, the login user, the login shell and the open files limit. In check mode the time zone
+    data and the shell's package may not be installed yet."""
+    found = values["tpu_base__found"]
+    check_mode = bool(values.get("ansible_check_mode", False))
+    zone, shell = values["tpu_base_timezone"], values["tpu_base_user_shell"]
+    nofile = _as_int(values["tpu_base_nofile"])
+    problems = []
+    if zone and not found["zone"] and not check_mode:
+        problems.append(
+            f"tpu_base_timezone {shown(zone)} is not a time zone of this host (no"
+            f" /usr/share/zoneinfo/{zone}); see `timedatectl list-timezones`."
+        )
+    if (shell or nofile > 0) and not found["user"]:
+        problems.append(
+            f"The login user {shown(values.login['user'])} does not exist on this host, so its"
+            " login shell or open files limit cannot be set; set tpu_login_user (or ansible_user)"
+            " to the SSH user."
+        )
+    if shell and shell not in found["shells"] and not check_mode:
+        problems.append(
+            f"tpu_base_user_shell {shown(shell)} is not listed in /etc/shells; install its package"
+            " with tpu_base_packages_extra (for example zsh) or pick one of"
+            f" {', '.join(found['shells'])}."
+        )
+    if nofile > 0 and found["nofile"] != "":
+        problems.append(
+            f"tpu_base_nofile {values['tpu_base_nofile']} is above what this host allows (a process"
+            f" cannot raise its hard limit that far: {found['nofile']}); pam_limits would then"
+            " refuse every login. Pick a lower value."
+        )
+    return problems
+
+
+BASE_HOST = ((_base_host,),)
+
 # --- python ------------------------------------------------------------------------------
 
 INDEX_URL = r"(https?|file)://\S+"
@@ -383,6 +429,8 @@ LIBTPU = (
 RULES = {
     "apt": APT,
     "base": BASE,
+    # checked on the host, after its probe: a table named <role>:<what>
+    "base:host": BASE_HOST,
     "python": PYTHON,
     "framework": FRAMEWORK,
     "tcmalloc": TCMALLOC,
@@ -390,7 +438,7 @@ RULES = {
     **NETWORK_RULES,
 }
 # The role's own facts a rule reads, besides its options and the login contract.
-INTERNAL = {**NETWORK_INTERNAL}
+INTERNAL = {**NETWORK_INTERNAL, "base:host": ("tpu_base__found",)}
 
 
 def role_problems(role: str, values: RoleValues) -> list[str]:

@@ -42,19 +42,23 @@ FACTS = {
     "tpu_nfs__clients": ["10.0.0.2", "10.0.0.3"],
     "tpu_storage__gcsfuse": False,
     "tpu_storage__check": {"problems": []},
+    "tpu_base__found": {"zone": True, "user": True, "shells": ["/bin/bash"], "nofile": ""},
+    "ansible_check_mode": False,
     "inventory_hostname": "pod-w0",
     "hostvars": {"pod-w0": {}, "pod-w1": {}},
 }
 
 
-def _options(role: str) -> dict[str, Any]:
+def _options(table: str) -> dict[str, Any]:
+    role = table.split(":")[0]
     spec = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
     return spec["argument_specs"]["main"]["options"]
 
 
 def values_of(role: str, read: set[str] | None = None, **changes: Any) -> RoleValues:
     """The role's defaults with ``changes``; the names read are added to ``read``."""
-    values = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text()) or {}
+    defaults = ROLES / role.split(":")[0] / "defaults" / "main.yml"
+    values = yaml.safe_load(defaults.read_text()) or {}
     values = {**values, **{k: v for k, v in RESOLVED.items() if k in values}, **FACTS, **changes}
     login = changes.pop("login", LOGIN)
 
@@ -174,6 +178,32 @@ CASES = [
         ["tpu_storage_gcsfuse_key_url", "http(s) URL"],
     ),
     ("storage", {"tpu_storage__check": {"problems": ["from the plan"]}}, ["from the plan"]),
+    (
+        "base:host",
+        {
+            "tpu_base_timezone": "Mars/Olympus",
+            "tpu_base__found": {**FACTS["tpu_base__found"], "zone": False},
+        },
+        ['tpu_base_timezone "Mars/Olympus" is not a time zone of this host', "timedatectl"],
+    ),
+    (
+        "base:host",
+        {"tpu_base_user_shell": "/bin/zsh"},
+        ['tpu_base_user_shell "/bin/zsh" is not listed in /etc/shells', "one of /bin/bash"],
+    ),
+    (
+        "base:host",
+        {
+            "tpu_base_nofile": "65536",
+            "tpu_base__found": {**FACTS["tpu_base__found"], "nofile": "4096"},
+        },
+        ["tpu_base_nofile 65536 is above what this host allows", "that far: 4096"],
+    ),
+    (
+        "base:host",
+        {"tpu_base_nofile": 1024, "tpu_base__found": {**FACTS["tpu_base__found"], "user": False}},
+        ['The login user "tpu" does not exist on this host', "tpu_login_user"],
+    ),
 ]
 
 
@@ -269,3 +299,10 @@ def test_the_lookup_refuses_what_is_not_the_contract(monkeypatch: pytest.MonkeyP
     # the base rules run against the tcmalloc role's argument spec: they read names it lacks
     with pytest.raises(AnsibleLookupError, match="not an option"):
         lookup.run(["base"], {"role_path": str(ROLES / "tcmalloc")})
+
+
+def test_check_mode_leaves_what_is_not_installed_yet() -> None:
+    found = {**FACTS["tpu_base__found"], "zone": False}
+    changes = {"tpu_base_timezone": "Asia/Tokyo", "tpu_base_user_shell": "/bin/zsh"}
+    assert problems("base:host", tpu_base__found=found, ansible_check_mode=True, **changes) == []
+    assert len(problems("base:host", tpu_base__found=found, **changes)) == 2
