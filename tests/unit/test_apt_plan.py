@@ -17,6 +17,9 @@ from ansible_collections.cloudtpu.pod.plugins.filter.python_packages_ahead impor
     python_packages_ahead,
 )
 from ansible_collections.cloudtpu.pod.plugins.filter.python_source import python_source
+from ansible_collections.cloudtpu.pod.plugins.filter.remote_shell_packages import (
+    remote_shell_packages,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_python_source import SYSTEM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,13 +101,38 @@ def test_python_ahead_is_registered_and_documented():
 
 
 def test_the_bootstrap_play_plans_the_roles_that_install_packages():
-    """Each role of the bootstrap play whose packages are known ahead is in the plan, by its tag."""
+    """Each role of the bootstrap play whose packages are known ahead is in the plan, by its tag,
+    from the same filter the role computes its own list with, on the role's options (never the
+    role's internal names)."""
     play = yaml.safe_load((REPO / "playbooks/bootstrap.yml").read_text())[0]
     tags = {entry["role"].split(".")[-1]: entry["tags"] for entry in play["roles"]}
     plan = play["vars"]["tpu_apt_packages_ahead"]
-    planned = {"python": "tpu_python__packages_ahead", "remote_shell": "tpu_remote_shell__packages"}
-    for role, variable in planned.items():
-        assert f"'{role}': {variable}" in plan
+    # the filter in the plan, and the one the role decides its own packages with
+    planned = {
+        "python": ("cloudtpu.pod.python_packages_ahead", "cloudtpu.pod.python_source"),
+        "remote_shell": (
+            "cloudtpu.pod.remote_shell_packages",
+            "cloudtpu.pod.remote_shell_packages",
+        ),
+    }
+    for role, (function, own) in planned.items():
+        assert f"'{role}': tpu_{role}_" in plan
+        assert function in plan
         assert tags[role] == [role], "apt_plan selects a role by its name as a tag"
-        assert variable in (REPO / "roles" / role / "vars/main.yml").read_text()
+        role_text = "".join(p.read_text() for p in (REPO / "roles" / role).rglob("*.yml"))
+        assert own in role_text
+    assert "__" not in plan
     assert "apt_plan(ansible_run_tags, ansible_skip_tags)" in plan
+
+
+@pytest.mark.parametrize(
+    ("mosh", "byobu", "expected"),
+    [
+        (True, True, ["locales", "mosh", "byobu"]),
+        ("yes", "no", ["locales", "mosh"]),
+        (False, "true", ["locales", "byobu"]),
+        ("false", 0, ["locales"]),
+    ],
+)
+def test_remote_shell_packages(mosh, byobu, expected):
+    assert remote_shell_packages(mosh, byobu) == expected

@@ -94,10 +94,13 @@ def _load_list(path: Path) -> list:
 
 # Options of the shared apt step, which other roles pass to it in the `vars:` of its import.
 APT_OPTIONS = set(_load(ROLES / "apt" / "defaults" / "main.yml"))
-# Inputs of the shared one-download-per-pod step (roles/python/tasks/pod_wheels.yml), which
-# other roles pass to it in the `vars:` of its include: the names its header lists.
-POD_WHEELS = ROLES / "python" / "tasks" / "pod_wheels.yml"
-POD_WHEELS_INPUTS = set(re.findall(r"^#\s+(tpu_python__wheels_\w+)", POD_WHEELS.read_text(), re.M))
+# Inputs of the shared one-download-per-pod step, the python role's entry point pod_wheels, which
+# other roles pass to it in the `vars:` of its include: the options of its argument spec.
+POD_WHEELS_INPUTS = set(
+    _load(ROLES / "python" / "meta" / "argument_specs.yml")["argument_specs"]["pod_wheels"][
+        "options"
+    ]
+)
 
 
 @pytest.mark.parametrize("role", ROLE_DIRS, ids=lambda p: p.name)
@@ -148,16 +151,20 @@ def test_inline_noqa_comments_stay_rare() -> None:
 
 
 def test_the_pod_wheels_inputs_are_listed() -> None:
-    """The header of roles/python/tasks/pod_wheels.yml lists its inputs, and the framework passes
-    exactly those: one home for the pod's wheel cache, the same interface for both callers."""
+    """The python role's entry point pod_wheels declares its options, and both callers (the
+    framework, the python role's own uv) pass the required ones and nothing else: one home for
+    the pod's wheel cache, the same interface for both."""
+    spec = _load(ROLES / "python" / "meta" / "argument_specs.yml")["argument_specs"]["pod_wheels"]
+    required = {name for name, opt in spec["options"].items() if opt.get("required")}
     install = _load_list(ROLES / "framework" / "tasks" / "install.yml")
     includes = [
         task
         for block in install
         for task in (block.get("block") or [])
-        if (task.get("ansible.builtin.include_role") or {}).get("tasks_from") == "pod_wheels.yml"
+        if (task.get("ansible.builtin.include_role") or {}).get("tasks_from") == "pod_wheels"
     ]
     assert len(includes) == 1, includes
+    assert includes[0]["ansible.builtin.include_role"]["name"] == "cloudtpu.pod.python"
     uv = _load_list(ROLES / "python" / "tasks" / "uv.yml")
     own = [
         task
@@ -166,5 +173,22 @@ def test_the_pod_wheels_inputs_are_listed() -> None:
         if task.get("ansible.builtin.include_tasks") == "pod_wheels.yml"
     ]
     assert len(own) == 1, own
-    assert set(includes[0]["vars"]) == POD_WHEELS_INPUTS
-    assert set(own[0]["vars"]) == POD_WHEELS_INPUTS
+    for caller in (includes[0], own[0]):
+        assert required <= set(caller["vars"]) <= POD_WHEELS_INPUTS, set(caller["vars"])
+    header = (ROLES / "python" / "tasks" / "pod_wheels.yml").read_text()
+    assert "tpu_python_wheels_args" in header
+    assert "tpu_python_wheels_args" in (ROLES / "python" / "README.md").read_text()
+
+
+@pytest.mark.parametrize("role", ROLE_DIRS, ids=lambda p: p.name)
+def test_entry_points_document_their_options(role: Path) -> None:
+    """Every entry point of a role (main and the ones other roles call) has options with a
+    type and a description: its argument spec is the contract."""
+    specs = _load(role / "meta" / "argument_specs.yml")["argument_specs"]
+    bad = [
+        f"{entry}: {name}"
+        for entry, spec in specs.items()
+        for name, opt in (spec.get("options") or {}).items()
+        if "type" not in opt or not opt.get("description")
+    ]
+    assert not bad, f"{role.name}: options without type or description: {bad}"
