@@ -1,0 +1,168 @@
+"""The fault table of provision.yml, recover.yml and teardown.yml: for each step (an API call
+the playbook makes, in its order), a fault injected at that step, then the same command again,
+which must end in the intended state with nothing lost and nothing else touched.
+
+Faults (fault_table_support.rule): ``sigint``, Ctrl-C (SIGINT to the run's process group) while
+the emulator holds the step's call; ``403``, PERMISSION_DENIED; ``500``, an internal error;
+``timeout``, the call carried out and its answer never sent (the connection closes, as a
+client's timeout sees it). Each hits the step's call once; the first run may fail or get over
+it (the client retries a GET or DELETE that failed with 500 or got no answer, and looks before
+sending a create again), and only the run after it is judged. Every step has a ``sigint`` row
+and at least one API error; the kinds are rotated so that each playbook meets each of them, and
+the creates, which cannot be sent twice blindly, meet all of them.
+
+One emulator (in-memory backend) for the module; before each row it goes back to its state:
+pod-r preempted, pod-t READY, and keep, which no row may touch. SSH and bootstrap are skipped,
+as in test_lifecycle_playbooks.py. After the first run, a node that recover.yml deleted must
+have its spec in the journal; after the second, the journal holds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import forked_cli
+from tests.integration.fault_table_support import (
+    SPEC,
+    Step,
+    calls,
+    clear,
+    create,
+    delete,
+    interrupted,
+    node_get,
+    nodes,
+    operation,
+    playbook,
+    rule,
+    state,
+)
+from tests.integration.lifecycle_support import PROJECT, ZONE, EmulatorCli, ansible_env
+from tests.integration.test_lifecycle_playbooks import with_base
+
+# Every playbook's steps in order, each with the faults it meets.
+TABLE: dict[str, list[tuple[Step, tuple[str, ...]]]] = {
+    "provision": [
+        (node_get("look", 0, "pod-p"), ("sigint", "500")),
+        (create(), ("sigint", "403", "500", "timeout")),
+        (operation("wait"), ("sigint", "timeout")),
+        (node_get("get", 1, "pod-p"), ("sigint", "403")),
+    ],
+    "recover": [
+        (node_get("read", 0, "pod-r"), ("sigint", "403")),
+        (delete("pod-r"), ("sigint", "timeout")),
+        (operation("delete-wait"), ("sigint", "500")),
+        (create(), ("sigint", "403", "500", "timeout")),
+        (operation("create-wait", 1), ("sigint", "403")),
+        (node_get("get", 4, "pod-r"), ("sigint", "timeout")),
+    ],
+    "teardown": [
+        (node_get("read", 0, "pod-t"), ("sigint", "500")),
+        (delete("pod-t"), ("sigint", "403", "timeout")),
+        (operation("wait"), ("sigint", "500")),
+    ],
+}
+ROWS = [(book, step, kind) for book, steps in TABLE.items() for step, kinds in steps for kind in kinds]
+SKIP_BOOTSTRAP = ("--skip-tags", "base,python,framework,tcmalloc,libtpu,remote_shell,nfs,storage")
+COMMANDS = {
+    "provision": with_base(
+        tpu_provision_name="pod-p",
+        tpu_provision_method="node",
+        tpu_provision_accelerator_type="v4-8",
+        tpu_provision_enable_external_ips=False,
+        tpu_provision_labels=SPEC["labels"],
+        tpu_provision_metadata=SPEC["metadata"],
+    ),
+    "recover": [*with_base(tpu_recover_nodes="pod-r"), *SKIP_BOOTSTRAP],
+    "teardown": with_base(tpu_provision_name="pod-t", tpu_teardown_confirm=True),
+}
+# What the node's spec is made of, compared before and after.
+SPEC_KEYS = ("acceleratorType", "runtimeVersion", "labels", "schedulingConfig", "networkConfig")
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[EmulatorCli]:
+    cli = EmulatorCli(backend="memory", delay=0.05).start()
+    try:
+        cli.admin("POST", "state", state())
+        yield cli
+    finally:
+        forked_cli.close_all()
+        cli.stop()
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The state folder (journal) and the environment every run shares: one forked-CLI server."""
+    tmp = tmp_path_factory.mktemp("faults")
+    return tmp / "state", {
+        "ANSIBLE_LOCAL_TEMP": str(tmp / "tmp"),
+        "CLOUDTPU_STATE_DIR": str(tmp / "state"),
+    }
+
+
+def journal(folder: Path) -> dict:
+    path = folder / f"journal-{PROJECT}-{ZONE}.json"
+    return json.loads(path.read_text())["nodes"] if path.exists() else {}
+
+
+def row_id(row: tuple[str, Step, str]) -> str:
+    book, step, kind = row
+    return f"{book}-{step.name}-{kind}"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row_id(r) for r in ROWS])
+def test_a_fault_at_a_step_is_finished_by_the_same_command_again(
+    emulator: EmulatorCli, folders: tuple[Path, dict[str, str]], row: tuple[str, Step, str]
+) -> None:
+    book, step, kind = row
+    folder, extra = folders
+    clear(folder) if folder.exists() else None
+    emulator.admin("POST", "reset")
+    env = ansible_env(emulator.api_url, **extra)
+    before = nodes(emulator)
+    command = COMMANDS[book]
+    emulator.admin("POST", "faults", {"rules": [rule(step, kind)]})
+
+    if kind == "sigint":
+        first = interrupted(emulator, step, f"{book}.yml", env, command)
+        assert first.returncode != 0, first.tail()
+    else:
+        first = playbook(f"{book}.yml", env, command)
+    # the fault hit the step's call (the interrupted one was answered after the run ended)
+    answered = calls(emulator, step)
+    assert len(answered) > step.after, f"{step} never came:\n{first.tail()}"
+    if kind != "sigint":
+        expected = {"403": "403", "500": "500", "timeout": "dropped"}[kind]
+        assert answered[step.after].split()[-1] == expected, answered
+    print(f"{row_id(row)}: first run rc={first.returncode} in {first.seconds:.1f} s")
+    # nothing lost: a node recover.yml deleted has its spec in the journal
+    after_first = nodes(emulator)
+    if book == "recover" and "pod-r" not in after_first:
+        kept = journal(folder).get("pod-r")
+        assert kept and kept["spec"]["labels"] == SPEC["labels"], (kept, first.tail())
+
+    emulator.admin("DELETE", "faults")
+    again = playbook(f"{book}.yml", env, command)
+    assert again.returncode == 0, again.tail()
+    after = nodes(emulator)
+    target = {"provision": "pod-p", "recover": "pod-r", "teardown": "pod-t"}[book]
+    if book == "teardown":
+        assert target not in after, after.get(target)
+    else:
+        node = after.get(target)
+        assert node is not None and node["state"] == "READY", node
+        assert node["labels"] == SPEC["labels"] and node["acceleratorType"] == "v4-8", node
+        assert node["metadata"]["startup-script"] == SPEC["metadata"]["startup-script"], node
+        if book == "recover":
+            for key in SPEC_KEYS:
+                assert node.get(key) == before[target].get(key), (key, node, before[target])
+    # nothing else touched, nothing made twice, the journal empty
+    assert sorted(after) == sorted({*before, target} - ({target} if book == "teardown" else set()))
+    for name in set(before) - {target}:
+        assert after[name] == before[name], (name, before[name], after[name])
+    assert journal(folder) == {}, journal(folder)
