@@ -92,7 +92,11 @@ def state() -> dict[str, Any]:
     """The demo state with three nodes in its zone: pod-r preempted (recover.yml recreates it),
     pod-t READY (teardown.yml deletes it) and keep, READY, which no row may touch."""
     data = yaml.safe_load(DEMO_STATE.read_text())
-    common = {"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base", "networkConfig": {"enableExternalIps": False}}
+    common = {
+        "acceleratorType": "v4-8",
+        "runtimeVersion": "tpu-ubuntu2204-base",
+        "networkConfig": {"enableExternalIps": False},
+    }
     nodes = [
         {"nodeId": "pod-r", "state": "PREEMPTED", **common, **copy.deepcopy(SPEC)},
         {"nodeId": "pod-t", **common},
@@ -156,7 +160,8 @@ def interrupted(emulator: EmulatorCli, step: Step, name: str, env: dict, args: l
         if not thread.is_alive():
             break
     assert not thread.is_alive(), "ansible-playbook did not stop after Ctrl-C twice"
-    _wait(f"answer to {key} number {step.after + 1}", lambda: len(calls(emulator, step)) > step.after, HOLD + 30)
+    answered = lambda: len(calls(emulator, step)) > step.after  # noqa: E731
+    _wait(f"answer to {key} number {step.after + 1}", answered, HOLD + 30)
     return done[0]
 
 

@@ -44,29 +44,30 @@ from tests.integration.fault_table_support import (
 from tests.integration.lifecycle_support import PROJECT, ZONE, EmulatorCli, ansible_env
 from tests.integration.test_lifecycle_playbooks import with_base
 
-# Every playbook's steps in order, each with the faults it meets.
+# Every playbook's steps in order (the calls it makes, read from the emulator's log), each with
+# the faults it meets. Reads that only look (whether provision's node exists already, whether a
+# deleted node is gone) are left out; recover.yml writes the node's spec to the journal just
+# before its delete, so a Ctrl-C at the delete stops it between the two.
 TABLE: dict[str, list[tuple[Step, tuple[str, ...]]]] = {
     "provision": [
-        (node_get("look", 0, "pod-p"), ("sigint", "500")),
-        (create(), ("sigint", "403", "500", "timeout")),
+        (create(), ("sigint", "403")),
         (operation("wait"), ("sigint", "timeout")),
-        (node_get("get", 1, "pod-p"), ("sigint", "403")),
+        (node_get("get", 1, "pod-p"), ("sigint", "500")),
     ],
     "recover": [
-        (node_get("read", 0, "pod-r"), ("sigint", "403")),
+        (node_get("read", 0, "pod-r"), ("sigint", "500")),
         (delete("pod-r"), ("sigint", "timeout")),
-        (operation("delete-wait"), ("sigint", "500")),
-        (create(), ("sigint", "403", "500", "timeout")),
-        (operation("create-wait", 1), ("sigint", "403")),
-        (node_get("get", 4, "pod-r"), ("sigint", "timeout")),
+        (create(), ("sigint", "403")),
+        (operation("wait", 1), ("sigint", "500")),
     ],
     "teardown": [
-        (node_get("read", 0, "pod-t"), ("sigint", "500")),
-        (delete("pod-t"), ("sigint", "403", "timeout")),
-        (operation("wait"), ("sigint", "500")),
+        (delete("pod-t"), ("sigint", "403", "500")),
+        (operation("wait"), ("sigint", "timeout")),
     ],
 }
-ROWS = [(book, step, kind) for book, steps in TABLE.items() for step, kinds in steps for kind in kinds]
+ROWS = [
+    (book, step, kind) for book, rows in TABLE.items() for step, kinds in rows for kind in kinds
+]
 SKIP_BOOTSTRAP = ("--skip-tags", "base,python,framework,tcmalloc,libtpu,remote_shell,nfs,storage")
 COMMANDS = {
     "provision": with_base(
@@ -121,7 +122,8 @@ def test_a_fault_at_a_step_is_finished_by_the_same_command_again(
 ) -> None:
     book, step, kind = row
     folder, extra = folders
-    clear(folder) if folder.exists() else None
+    if folder.exists():
+        clear(folder)
     emulator.admin("POST", "reset")
     env = ansible_env(emulator.api_url, **extra)
     before = nodes(emulator)
@@ -147,8 +149,17 @@ def test_a_fault_at_a_step_is_finished_by_the_same_command_again(
         assert kept and kept["spec"]["labels"] == SPEC["labels"], (kept, first.tail())
 
     emulator.admin("DELETE", "faults")
-    again = playbook(f"{book}.yml", env, command)
-    assert again.returncode == 0, again.tail()
+    if first.returncode == 0:  # it got over the fault itself: nothing to finish
+        judged = first
+    else:
+        judged = playbook(f"{book}.yml", env, command)
+    assert judged.returncode == 0, judged.tail()
+    end_state(book, emulator, before, folder)
+
+
+def end_state(book: str, emulator: EmulatorCli, before: dict, folder: Path) -> None:
+    """The node the playbook is about made (READY, with its spec) or deleted; nothing else
+    touched, nothing made twice; the journal empty."""
     after = nodes(emulator)
     target = {"provision": "pod-p", "recover": "pod-r", "teardown": "pod-t"}[book]
     if book == "teardown":
@@ -161,7 +172,6 @@ def test_a_fault_at_a_step_is_finished_by_the_same_command_again(
         if book == "recover":
             for key in SPEC_KEYS:
                 assert node.get(key) == before[target].get(key), (key, node, before[target])
-    # nothing else touched, nothing made twice, the journal empty
     assert sorted(after) == sorted({*before, target} - ({target} if book == "teardown" else set()))
     for name in set(before) - {target}:
         assert after[name] == before[name], (name, before[name], after[name])
