@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import getpass
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -89,8 +92,9 @@ def rule(step: Step, kind: str) -> dict[str, Any]:
 
 
 def state() -> dict[str, Any]:
-    """The demo state with three nodes in its zone: pod-r preempted (recover.yml recreates it),
-    pod-t READY (teardown.yml deletes it) and keep, READY, which no row may touch."""
+    """The demo state with four nodes in its zone: pod-r preempted (recover.yml recreates it),
+    pod-t READY (teardown.yml deletes it), pod-b READY (the node of the run babysit.yml
+    watches) and keep, READY, which no row may touch."""
     data = yaml.safe_load(DEMO_STATE.read_text())
     common = {
         "acceleratorType": "v4-8",
@@ -101,6 +105,7 @@ def state() -> dict[str, Any]:
         {"nodeId": "pod-r", "state": "PREEMPTED", **common, **copy.deepcopy(SPEC)},
         {"nodeId": "pod-t", **common},
         {"nodeId": "keep", **common, "labels": {"team": "other"}},
+        {"nodeId": "pod-b", **common},
     ]
     data["projects"][PROJECT]["zones"][ZONE] = {"nodes": nodes}
     data.setdefault("settings", {})["operation_delay"] = 0.05
@@ -169,3 +174,22 @@ def clear(folder: Path) -> None:
     """Empty the state folder (the journal) that the module's runs share."""
     for path in folder.glob("*"):
         path.unlink()
+
+
+def local_worker(home: Path) -> dict[str, Any]:
+    """Variables that make pod-b's worker this machine, with ``home`` as the login user's home
+    (a venv without packages there, as run.yml wants one): run.yml and babysit.yml reach it
+    without SSH."""
+    (home / "work").mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(home / ".venv310")], check=True
+    )
+    return {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "tpu_login_user": getpass.getuser(),
+        "tpu_login_home": str(home),
+        "tpu_run_workdir": str(home / "work"),
+        "tpu_run_unlock": False,
+        "tpu_run_start_delay": 1,
+    }

@@ -20,6 +20,7 @@ have its spec in the journal; after the second, the journal holds nothing.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from tests.integration.fault_table_support import (
     create,
     delete,
     interrupted,
+    local_worker,
     node_get,
     nodes,
     operation,
@@ -41,7 +43,13 @@ from tests.integration.fault_table_support import (
     rule,
     state,
 )
-from tests.integration.lifecycle_support import PROJECT, ZONE, EmulatorCli, ansible_env
+from tests.integration.lifecycle_support import (
+    PROJECT,
+    ZONE,
+    EmulatorCli,
+    ansible_env,
+    extra_vars,
+)
 from tests.integration.test_lifecycle_playbooks import with_base
 
 # Every playbook's steps in order (the calls it makes, read from the emulator's log), each with
@@ -64,6 +72,13 @@ TABLE: dict[str, list[tuple[Step, tuple[str, ...]]]] = {
         (delete("pod-t"), ("sigint", "403", "500")),
         (operation("wait"), ("sigint", "timeout")),
     ],
+    # One round (the run has ended: it reads pod-b, the run is done), then the teardown on
+    # success: its delete and wait are teardown.yml's tasks (shared/delete_nodes.yml), and
+    # the recovery that a lost node gets is recover.yml, both in the rows above.
+    "babysit": [
+        (node_get("read", 0, "pod-b"), ("sigint", "403")),
+        (delete("pod-b"), ("500",)),
+    ],
 }
 ROWS = [
     (book, step, kind) for book, rows in TABLE.items() for step, kinds in rows for kind in kinds
@@ -81,6 +96,9 @@ COMMANDS = {
     "recover": [*with_base(tpu_recover_nodes="pod-r"), *SKIP_BOOTSTRAP],
     "teardown": with_base(tpu_provision_name="pod-t", tpu_teardown_confirm=True),
 }
+TARGETS = {"provision": "pod-p", "recover": "pod-r", "teardown": "pod-t", "babysit": "pod-b"}
+# The run's worker, with localhost for the plays on this machine.
+LIMIT = ("--limit", "localhost,pod-b-w0")
 # What the node's spec is made of, compared before and after.
 SPEC_KEYS = ("acceleratorType", "runtimeVersion", "labels", "schedulingConfig", "networkConfig")
 
@@ -106,6 +124,26 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     }
 
 
+@pytest.fixture(scope="module")
+def babysat(
+    emulator: EmulatorCli, folders: tuple[Path, dict[str, str]], tmp_path_factory
+) -> list[str]:
+    """babysit.yml's command, once a detached run has ended on pod-b's worker (this machine);
+    each row starts with a log folder of its own, so a fresh babysitter."""
+    emulator.admin("POST", "reset")
+    env = ansible_env(emulator.api_url, **folders[1])
+    home = folders[0].parent / "babysat"
+    worker = local_worker(home / "home")
+    started = playbook(
+        "run.yml",
+        env,
+        [*LIMIT, *extra_vars({**worker, "cmd": "echo done", "tpu_run_detach": True})],
+    )
+    assert started.returncode == 0, started.tail()
+    values = {**worker, "tpu_babysit_interval": 1, "tpu_babysit_teardown": "on_success"}
+    return [*LIMIT, *extra_vars({**values, "tpu_babysit_log_dir": str(home / "babysit")})]
+
+
 def journal(folder: Path) -> dict:
     path = folder / f"journal-{PROJECT}-{ZONE}.json"
     return json.loads(path.read_text())["nodes"] if path.exists() else {}
@@ -118,16 +156,21 @@ def row_id(row: tuple[str, Step, str]) -> str:
 
 @pytest.mark.parametrize("row", ROWS, ids=[row_id(r) for r in ROWS])
 def test_a_fault_at_a_step_is_finished_by_the_same_command_again(
-    emulator: EmulatorCli, folders: tuple[Path, dict[str, str]], row: tuple[str, Step, str]
+    request: pytest.FixtureRequest,
+    emulator: EmulatorCli,
+    folders: tuple[Path, dict[str, str]],
+    row: tuple[str, Step, str],
 ) -> None:
     book, step, kind = row
     folder, extra = folders
+    command = request.getfixturevalue("babysat") if book == "babysit" else COMMANDS[book]
     if folder.exists():
         clear(folder)
+    logs = folder.parent / "babysat" / "babysit"  # a fresh babysitter for every row
+    shutil.rmtree(logs, ignore_errors=True)
     emulator.admin("POST", "reset")
     env = ansible_env(emulator.api_url, **extra)
     before = nodes(emulator)
-    command = COMMANDS[book]
     emulator.admin("POST", "faults", {"rules": [rule(step, kind)]})
 
     if kind == "sigint":
@@ -155,14 +198,19 @@ def test_a_fault_at_a_step_is_finished_by_the_same_command_again(
         judged = playbook(f"{book}.yml", env, command)
     assert judged.returncode == 0, judged.tail()
     end_state(book, emulator, before, folder)
+    if book == "babysit":  # the babysat run completed, and its node went with it
+        kept = [json.loads(path.read_text()) for path in logs.glob("*.json")]
+        assert [(k["action"], k["over"]) for k in kept] == [("done", True)], kept
+        assert "teardown:" in next(logs.glob("*.log")).read_text()
 
 
 def end_state(book: str, emulator: EmulatorCli, before: dict, folder: Path) -> None:
-    """The node the playbook is about made (READY, with its spec) or deleted; nothing else
+    """The node the playbook is about made (READY, with its spec) or deleted (teardown, and
+    babysit's teardown on success); nothing else
     touched, nothing made twice; the journal empty."""
     after = nodes(emulator)
-    target = {"provision": "pod-p", "recover": "pod-r", "teardown": "pod-t"}[book]
-    if book == "teardown":
+    target = TARGETS[book]
+    if book in ("teardown", "babysit"):
         assert target not in after, after.get(target)
     else:
         node = after.get(target)
@@ -172,7 +220,8 @@ def end_state(book: str, emulator: EmulatorCli, before: dict, folder: Path) -> N
         if book == "recover":
             for key in SPEC_KEYS:
                 assert node.get(key) == before[target].get(key), (key, node, before[target])
-    assert sorted(after) == sorted({*before, target} - ({target} if book == "teardown" else set()))
+    gone = {target} if book in ("teardown", "babysit") else set()
+    assert sorted(after) == sorted({*before, target} - gone)
     for name in set(before) - {target}:
         assert after[name] == before[name], (name, before[name], after[name])
     assert journal(folder) == {}, journal(folder)
