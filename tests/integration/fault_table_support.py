@@ -130,7 +130,7 @@ def _wait(what: str, ready: Any, seconds: float, thread: threading.Thread | None
             raise AssertionError(f"the run ended before {what}")
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} within {seconds} s")
-        time.sleep(0.02)
+        time.sleep(0.1)
 
 
 def playbook(
