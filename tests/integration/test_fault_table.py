@@ -1,21 +1,25 @@
-"""The fault table of provision.yml, recover.yml and teardown.yml: for each step (an API call
-the playbook makes, in its order), a fault injected at that step, then the same command again,
-which must end in the intended state with nothing lost and nothing else touched.
+"""The fault table of provision.yml, recover.yml, teardown.yml and babysit.yml: for each step
+(an API call the playbook makes, in its order), a fault injected at that step, then the same
+command again, which must end in the intended state with nothing lost and nothing else touched.
 
 Faults (fault_table_support.rule): ``sigint``, Ctrl-C (SIGINT to the run's process group) while
 the emulator holds the step's call; ``403``, PERMISSION_DENIED; ``500``, an internal error;
 ``timeout``, the call carried out and its answer never sent (the connection closes, as a
-client's timeout sees it). Each hits the step's call once; the first run may fail or get over
-it (the client retries a GET or DELETE that failed with 500 or got no answer, and looks before
-sending a create again), and only the run after it is judged. Every step has a ``sigint`` row
-and at least one API error; the kinds are rotated so that each playbook meets each of them, and
-the creates, which cannot be sent twice blindly, meet all of them.
+client's timeout sees it). Each hits the step's call once. A first run that gets over it (the
+client retries a GET or DELETE that failed with 500 or got no answer, and looks before sending
+a create again) is judged itself; one that fails is followed by the same command again, which
+is judged. Every step has a ``sigint`` row and an API error; the kinds are rotated so that each
+of provision, recover and teardown meets each of them. babysit.yml meets Ctrl-C and a 403 at
+its round's read of the node: its teardown's calls are teardown.yml's tasks, its recovery is
+recover.yml, and a 500 or a lost answer to a read is what the client's retries get over in the
+rows above.
 
 Nine rows run by default (DEFAULT: the suite's CPU budget); CLOUDTPU_FAULT_TABLE=all runs all
 21. One emulator (in-memory backend) for the module; before each row it goes back to its state:
-pod-r preempted, pod-t READY, and keep, which no row may touch. SSH and bootstrap are skipped,
-as in test_lifecycle_playbooks.py. After the first run, a node that recover.yml deleted must
-have its spec in the journal; after the second, the journal holds nothing.
+pod-r preempted, pod-t and pod-b READY, and keep, which no row may touch. SSH and bootstrap are
+skipped, as in test_lifecycle_playbooks.py; pod-b's worker is this machine (local connection).
+After the first run, a node that recover.yml deleted must have its spec in the journal; at the
+end, the journal holds nothing.
 """
 
 from __future__ import annotations
