@@ -26,16 +26,13 @@ from typing import Any
 
 import yaml
 
-from tests import forked_cli
 from tests.integration.lifecycle_support import (
-    BIN,
-    DEMO_INVENTORY,
     DEMO_STATE,
     PROJECT,
-    REPO,
     ZONE,
     EmulatorCli,
     Run,
+    playbook,
 )
 
 KINDS = ("sigint", "403", "500", "timeout")
@@ -133,17 +130,6 @@ def _wait(what: str, ready: Any, seconds: float, thread: threading.Thread | None
         time.sleep(0.1)
 
 
-def playbook(
-    name: str, env: dict[str, str], args: list[str], on_start: Any = None, timeout: float = 300
-) -> Run:
-    """ansible-playbook -i inventories/demo playbooks/<name> ARGS, forked (lifecycle_support's
-    run(), with the run's process id given to ``on_start``)."""
-    cmd = [str(BIN / "ansible-playbook"), "-i", str(DEMO_INVENTORY), f"playbooks/{name}", *args]
-    started = time.monotonic()
-    done = forked_cli.run(cmd, cwd=REPO, env=env, timeout=timeout, on_start=on_start)
-    return Run(cmd, done.returncode, done.stdout, done.stderr, time.monotonic() - started)
-
-
 def interrupted(emulator: EmulatorCli, step: Step, name: str, env: dict, args: list[str]) -> Run:
     """The playbook run, Ctrl-C'd while ``step``'s call is held by the emulator (rule(step,
     'sigint') must be in place): SIGINT to the run's process group, as a terminal sends it
@@ -153,7 +139,7 @@ def interrupted(emulator: EmulatorCli, step: Step, name: str, env: dict, args: l
     pid: list[int] = []
     done: list[Run] = []
     thread = threading.Thread(
-        target=lambda: done.append(playbook(name, env, args, on_start=pid.append)), daemon=True
+        target=lambda: done.append(playbook(name, env, *args, on_start=pid.append)), daemon=True
     )
     thread.start()
     key = f"{step.method} {step.route}"

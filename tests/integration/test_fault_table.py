@@ -45,7 +45,6 @@ from tests.integration.fault_table_support import (
     node_get,
     nodes,
     operation,
-    playbook,
     rule,
     state,
 )
@@ -55,6 +54,7 @@ from tests.integration.lifecycle_support import (
     EmulatorCli,
     ansible_env,
     extra_vars,
+    playbook,
 )
 from tests.integration.test_lifecycle_playbooks import with_base
 
@@ -155,11 +155,8 @@ def babysat(
     env = ansible_env(emulator.api_url, **folders[1])
     home = folders[0].parent / "babysat"
     worker = local_worker(home / "home")
-    started = playbook(
-        "run.yml",
-        env,
-        [*LIMIT, *extra_vars({**worker, "cmd": "echo done", "tpu_run_detach": True})],
-    )
+    detached = {**worker, "cmd": "echo done", "tpu_run_detach": True}
+    started = playbook("run.yml", env, *LIMIT, *extra_vars(detached))
     assert started.returncode == 0, started.tail()
     values = {**worker, "tpu_babysit_interval": 1, "tpu_babysit_teardown": "on_success"}
     return [*LIMIT, *extra_vars({**values, "tpu_babysit_log_dir": str(home / "babysit")})]
@@ -212,7 +209,7 @@ def test_a_fault_at_a_step_is_finished_by_the_same_command_again(
         first = interrupted(emulator, step, f"{book}.yml", env, command)
         assert first.returncode != 0, first.tail()
     else:
-        first = playbook(f"{book}.yml", env, command)
+        first = playbook(f"{book}.yml", env, *command)
     # the fault hit the step's call (the interrupted one was answered after the run ended)
     answered = calls(emulator, step)
     assert len(answered) > step.after, f"{step} never came:\n{first.tail()}"
@@ -230,7 +227,7 @@ def test_a_fault_at_a_step_is_finished_by_the_same_command_again(
     if first.returncode == 0:  # it got over the fault itself: nothing to finish
         judged = first
     else:
-        judged = playbook(f"{book}.yml", env, command)
+        judged = playbook(f"{book}.yml", env, *command)
     assert judged.returncode == 0, judged.tail()
     end_state(book, emulator, before, folder)
     if book == "babysit":  # the babysat run completed, and its node went with it
