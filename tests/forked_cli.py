@@ -22,7 +22,9 @@ depend on it:
   every run of one server, where each new process draws its own.
 - The process is a fork, not an exec: ``sys.argv[0]`` is ansible-playbook's path as usual, but
   the process tree has the server between the test and the run.
-Tests that signal ansible-playbook, look at its processes, or type the README's commands (the
+A test that signals a run passes ``on_start``, which gets the run's process id (ansible-playbook's
+main() in a session of its own, as a new process would be): the signal reaches the same code.
+Tests that look at its processes, signal its process group, or type the README's commands (the
 journeys) run it the usual way. ``CLOUDTPU_FORKED_CLI=0`` makes ``run()`` start a new process
 for every run, to compare.
 """
@@ -37,6 +39,7 @@ import sys
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
@@ -72,16 +75,33 @@ def run(
     env: dict[str, str] | None = None,
     timeout: float | None = None,
     input: str | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run(cmd, capture_output=True, text=True, check=False, ...)``, forked from a
     server when ``cmd`` is one of this toolchain's CLIS; raises subprocess.TimeoutExpired
-    after killing the run's session, as subprocess.run kills its process."""
+    after killing the run's session, as subprocess.run kills its process. ``on_start`` is
+    called with the run's process id once it has started."""
     argv = [str(part) for part in cmd]
-    if Path(argv[0]).parent != BIN or Path(argv[0]).name not in CLIS or not enabled():
+    forked = Path(argv[0]).parent == BIN and Path(argv[0]).name in CLIS and enabled()
+    if not forked and on_start is None:
         return subprocess.run(
             argv, cwd=cwd, env=env, timeout=timeout, input=input,
             capture_output=True, text=True, check=False,
         )  # fmt: skip
+    if not forked:
+        with subprocess.Popen(
+            argv, cwd=cwd, env=env, text=True, start_new_session=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        ) as proc:  # fmt: skip
+            if on_start is not None:
+                on_start(proc.pid)
+            try:
+                out, err = proc.communicate(input, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                out, err = proc.communicate()
+                raise subprocess.TimeoutExpired(argv, timeout or 0, out, err) from None
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
     folder = str(Path(cwd or os.getcwd()).resolve())
     environment = dict(os.environ if env is None else env)
     key = (folder, tuple(sorted(environment.items())))
@@ -95,7 +115,7 @@ def run(
         closing = threading.Thread(target=stale.close, daemon=True)
         closing.start()
         _CLOSING.append(closing)
-    return server.run(argv, input, timeout)
+    return server.run(argv, input, timeout, on_start)
 
 
 def close_all() -> None:
@@ -144,7 +164,13 @@ class _Server:
         for box in boxes:
             box.put({"gone": True})
 
-    def run(self, argv: list[str], text: str | None, timeout: float | None):
+    def run(
+        self,
+        argv: list[str],
+        text: str | None,
+        timeout: float | None,
+        on_start: Callable[[int], None] | None = None,
+    ):
         with self.lock:
             self.number += 1
             number = self.number
@@ -165,6 +191,8 @@ class _Server:
             started = box.get(timeout=120)
             if started.get("gone"):
                 raise RuntimeError(f"the forked-cli server stopped:\n{self.log.read_text()}")
+            if on_start is not None:
+                on_start(started["pid"])
             try:
                 ended = box.get(timeout=timeout)
             except queue.Empty:

@@ -162,16 +162,19 @@ class Run:
         return found
 
 
-def run(args: list[str], env: dict[str, str], timeout: float = 600) -> Run:
+def run(args: list[str], env: dict[str, str], timeout: float = 600, on_start: Any = None) -> Run:
+    """The command, forked (tests/forked_cli.py); ``on_start`` gets its process id."""
     started = time.monotonic()
-    done = forked_cli.run(args, cwd=REPO, env=env, timeout=timeout)
+    done = forked_cli.run(args, cwd=REPO, env=env, timeout=timeout, on_start=on_start)
     return Run(args, done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
 
-def playbook(name: str, env: dict[str, str], *args: str, timeout: float = 900) -> Run:
+def playbook(
+    name: str, env: dict[str, str], *args: str, timeout: float = 900, on_start: Any = None
+) -> Run:
     """ansible-playbook -i inventories/demo playbooks/<name> ARGS."""
     cmd = [str(BIN / "ansible-playbook"), "-i", str(DEMO_INVENTORY), f"playbooks/{name}", *args]
-    return run(cmd, env, timeout)
+    return run(cmd, env, timeout, on_start)
 
 
 def extra_vars(values: dict[str, Any]) -> list[str]:

@@ -7,6 +7,8 @@ compares what a test reads: the exit code and the lines of the output.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -145,6 +147,30 @@ def test_runs_side_by_side_and_a_timeout_kills_the_run(tmp_path: Path) -> None:
     started = time.monotonic()
     forked_cli.close_all()
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("forked", ["1", "0"])
+def test_on_start_gives_the_run_that_a_ctrl_c_stops(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, forked: str
+) -> None:
+    slow = tmp_path / "slow.yml"
+    slow.write_text(json.dumps([{**LOCAL, "tasks": [{"ansible.builtin.command": "sleep 60"}]}]))
+    monkeypatch.setenv("CLOUDTPU_FORKED_CLI", forked)
+    env = ansible_env(ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+    cmd = [str(forked_cli.PLAYBOOK), "-i", "localhost,", str(slow)]
+
+    def ctrl_c(pid: int) -> None:  # once the task has started, as a terminal sends it
+        def later() -> None:
+            time.sleep(3)
+            os.killpg(pid, signal.SIGINT)
+
+        threading.Thread(target=later, daemon=True).start()
+
+    started = time.monotonic()
+    done = forked_cli.run(cmd, cwd=tmp_path, env=env, timeout=120, on_start=ctrl_c)
+    assert done.returncode != 0, done.stdout[-2000:]
+    assert time.monotonic() - started < 40, "the run did not stop at Ctrl-C"
+    forked_cli.close_all()
 
 
 def test_other_commands_run_as_usual(tmp_path: Path) -> None:

@@ -155,6 +155,35 @@ def test_latency(server: Any) -> None:
     assert time.monotonic() - start >= 0.2
 
 
+def test_after_skips_matching_calls_and_times_bounds_a_latency(server: Any) -> None:
+    target = f"/v2/projects/{P}/locations/us-east1-d/nodes/one"
+    rules = [{"path": "*/nodes/one", "method": "GET", "after": 1, "error": 403, "times": 1}]
+    rules.append({"path": "*/nodes", "method": "GET", "after": 1, "latency": 0.3, "times": 1})
+    admin(server.root_url, "POST", "faults", {"rules": rules})
+    assert [call(server.root_url, "GET", target)[0] for _ in range(3)] == [200, 403, 200]
+    took = []
+    for _ in range(3):
+        start = time.monotonic()
+        call(server.root_url, "GET", NODES)
+        took.append(time.monotonic() - start)
+    assert took[1] >= 0.3 and took[0] < 0.3 and took[2] < 0.3, took
+
+
+def test_a_dropped_call_is_carried_out_and_not_answered(server: Any) -> None:
+    target = f"/v2/projects/{P}/locations/us-east1-d/nodes/one"
+    rules = [{"path": "*/nodes/one", "method": "DELETE", "drop": True, "times": 1}]
+    admin(server.root_url, "POST", "faults", {"rules": rules})
+    with pytest.raises(OSError):  # the connection closes: what a client's timeout sees
+        call(server.root_url, "DELETE", target)
+    deadline = time.monotonic() + 10
+    while call(server.root_url, "GET", target)[0] != 404:
+        assert time.monotonic() < deadline, "the dropped delete was not carried out"
+        time.sleep(0.05)
+    stats = admin(server.root_url, "GET", "stats")
+    assert stats["by_status"]["dropped"] == 1 and stats["log"][0].endswith(" dropped"), stats
+    assert admin(server.root_url, "GET", "faults")["rules"][0]["times"] == 0
+
+
 def test_bad_fault_plans_are_refused(server: Any) -> None:
     for plan in ({"rules": [{"paht": "*"}]}, {"rules": [{"error": "TEAPOT"}]}, {"rulez": []}):
         status, body = call(server.root_url, "POST", "/_emulator/faults", plan, token=None)

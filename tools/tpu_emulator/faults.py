@@ -7,7 +7,8 @@ A fault plan is JSON (or YAML in a state file)::
         {"path": "projects/*/locations/-/nodes", "method": "GET", "statuses": [503, 503]},
         {"path": "projects/locked/*", "error": "SERVICE_DISABLED"},
         {"path": "projects/p/*", "error": "PERMISSION_DENIED", "times": 1},
-        {"path": "*", "latency": 0.05}
+        {"path": "*", "latency": 0.05},
+        {"path": "projects/p/locations/z/nodes/n", "method": "GET", "after": 1, "drop": true}
       ],
       "unreachable": {"my-project": ["us-east1-d"]}
     }
@@ -17,7 +18,12 @@ A fault plan is JSON (or YAML in a state file)::
 ``statuses`` answers those codes in order, one per matching request, then stops matching. A rule
 with ``error`` (SERVICE_DISABLED, PERMISSION_DENIED, UNAUTHENTICATED or an HTTP code) answers it
 ``times`` times (default: always). A rule with ``latency`` delays every matching request by that
-many seconds. ``unreachable`` lists zones, per project, that list calls report as unreachable.
+many seconds. A rule with ``drop`` carries the request out and sends no answer: the connection
+is closed, which the client sees as it sees a timeout (the call may have been carried out).
+``after`` lets that many matching requests through untouched before the rule applies (the
+second GET of a node, say), and ``times`` bounds every kind of rule: a rule applied that many
+times stops matching. ``unreachable`` lists zones, per project, that list calls report as
+unreachable.
 """
 
 from __future__ import annotations
@@ -38,10 +44,13 @@ class Rule:
     error: str | int | None = None
     times: int | None = None
     latency: float = 0.0
+    drop: bool = False
+    after: int = 0
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rule:
-        unknown = set(data) - {"path", "method", "statuses", "error", "times", "latency"}
+        known = {"path", "method", "statuses", "error", "times", "latency", "drop", "after"}
+        unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown fault rule keys: {sorted(unknown)}")
         error = data.get("error")
@@ -58,6 +67,8 @@ class Rule:
             error=error,
             times=int(data["times"]) if data.get("times") is not None else None,
             latency=float(data.get("latency") or 0.0),
+            drop=bool(data.get("drop")),
+            after=int(data.get("after") or 0),
         )
 
     def matches(self, method: str, path: str) -> bool:
@@ -77,7 +88,15 @@ class Rule:
             out["times"] = self.times
         if self.latency:
             out["latency"] = self.latency
+        if self.drop:
+            out["drop"] = True
+        if self.after:
+            out["after"] = self.after
         return out
+
+
+class NoAnswer(Exception):
+    """A request that a ``drop`` rule matched: carried out, its answer not sent."""
 
 
 @dataclass
@@ -87,6 +106,11 @@ class Decision:
     latency: float = 0.0
     status: int | None = None
     error: str | None = None
+    drop: bool = False
+
+    @property
+    def answered(self) -> bool:
+        return self.status is not None or self.error is not None or self.drop
 
 
 class FaultPlan:
@@ -122,18 +146,25 @@ class FaultPlan:
             for rule in self.rules:
                 if not rule.matches(method, path):
                     continue
+                if rule.after > 0:
+                    rule.after -= 1
+                    continue
+                if rule.times is not None and rule.times <= 0:
+                    continue
                 decision.latency += rule.latency
-                if decision.status is not None or decision.error is not None:
+                answers = bool(rule.statuses) or rule.error is not None or rule.drop
+                if answers and decision.answered:
                     continue
                 if rule.statuses:
                     decision.status = rule.statuses.pop(0)
-                elif rule.error is not None and (rule.times is None or rule.times > 0):
-                    if rule.times is not None:
-                        rule.times -= 1
-                    if isinstance(rule.error, int):
-                        decision.status = rule.error
-                    else:
-                        decision.error = rule.error
+                elif isinstance(rule.error, int):
+                    decision.status = rule.error
+                elif rule.error is not None:
+                    decision.error = rule.error
+                elif rule.drop:
+                    decision.drop = True
+                if rule.times is not None:
+                    rule.times -= 1
         return decision
 
     def unreachable_zones(self, project: str) -> list[str]:

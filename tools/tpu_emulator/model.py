@@ -28,7 +28,7 @@ from .common import (
     Project,
     first,
 )
-from .faults import FaultPlan
+from .faults import FaultPlan, NoAnswer
 from .locations import Locations
 from .metadata import MetadataService
 from .nodes import Nodes
@@ -226,6 +226,11 @@ class Emulator(Nodes, QueuedResources, Operations, Locations, Service, Admin):
             status, payload = self._dispatch(method, relative, prefix, route, query, body, headers)
         except errors.ApiError as exc:
             status, payload = exc.code, exc.body()
+        except NoAnswer:
+            with self.lock:
+                self.statuses["dropped"] += 1
+                self.log.append(f"{method} {path} dropped")
+            raise
         with self.lock:
             self.statuses[str(status)] += 1
             self.log.append(f"{method} {path} {status}")
@@ -295,4 +300,10 @@ class Emulator(Nodes, QueuedResources, Operations, Locations, Service, Admin):
                 if zone not in project.zones:
                     raise errors.location_not_found(f"projects/{project.id}/locations/{zone}")
             handler = getattr(self, "_" + route.replace(".", "_").lower())
-            return handler(project, params, query, body)
+            if not decision.drop:
+                return handler(project, params, query, body)
+            try:  # carried out, whatever its outcome, and no answer sent
+                handler(project, params, query, body)
+            except errors.ApiError:
+                pass
+            raise NoAnswer(f"{method} {api_path}")

@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from . import errors
+from .faults import NoAnswer
 from .model import Emulator
 
 _ADMIN_NODE = re.compile(
@@ -85,6 +86,9 @@ class _Handler(BaseHTTPRequestHandler):
             query = parse_qs(split.query, keep_blank_values=True)
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, payload = self.emulator.dispatch(method, split.path, query, body, headers)
+        except NoAnswer:  # a drop fault: the connection closes without an answer
+            self.close_connection = True
+            return
         except errors.ApiError as exc:
             status, payload = exc.code, exc.body()
         except ValueError as exc:
