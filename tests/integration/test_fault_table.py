@@ -14,10 +14,11 @@ its round's read of the node: its teardown's calls are teardown.yml's tasks, its
 recover.yml, and a 500 or a lost answer to a read is what the client's retries get over in the
 rows above.
 
-Nine rows run by default (DEFAULT: the suite's CPU budget); CLOUDTPU_FAULT_TABLE=all runs all
-21. One emulator (in-memory backend) for the module; before each row it goes back to its state:
-pod-r preempted, pod-t and pod-b READY, and keep, which no row may touch. SSH and bootstrap are
-skipped, as in test_lifecycle_playbooks.py; pod-b's worker is this machine (local connection).
+All 21 rows run in the suite; CLOUDTPU_FAULT_TABLE=quick runs the nine of DEFAULT alone, for
+the edit-test loop. One emulator (in-memory backend) for the module; before each row it goes
+back to its state: pod-r preempted, pod-t and pod-b READY, and keep, which no row may touch.
+SSH and bootstrap are skipped, as in test_lifecycle_playbooks.py; pod-b's worker is this
+machine (local connection).
 After the first run, a node that recover.yml deleted must have its spec in the journal; at the
 end, the journal holds nothing.
 """
@@ -88,10 +89,9 @@ TABLE: dict[str, list[tuple[Step, tuple[str, ...]]]] = {
 ROWS = [
     (book, step, kind) for book, rows in TABLE.items() for step, kinds in rows for kind in kinds
 ]
-# The rows a test run takes by default, within the suite's budget (about 90 CPU-seconds on
-# this machine kind, where the whole table takes about 200): every playbook's Ctrl-C, and the
-# calls that change something (the creates and deletes) with an API error. The others run with
-# CLOUDTPU_FAULT_TABLE=all, and show as skipped, saying so, without it.
+# The rows CLOUDTPU_FAULT_TABLE=quick keeps (about 90 CPU-seconds on this machine kind, where
+# the whole table takes about 170): every playbook's Ctrl-C, and the calls that change something
+# (the creates and deletes) with an API error. The others then show as skipped, saying so.
 DEFAULT = {
     "provision-create-sigint",
     "provision-create-403",
@@ -103,7 +103,7 @@ DEFAULT = {
     "teardown-delete-500",
     "babysit-read-sigint",
 }
-WHOLE = os.environ.get("CLOUDTPU_FAULT_TABLE") == "all"
+WHOLE = os.environ.get("CLOUDTPU_FAULT_TABLE") != "quick"
 SKIP_BOOTSTRAP = ("--skip-tags", "base,python,framework,tcmalloc,libtpu,remote_shell,nfs,storage")
 COMMANDS = {
     "provision": with_base(
@@ -173,12 +173,12 @@ def row_id(row: tuple[str, Step, str]) -> str:
 
 
 def params() -> list:
-    """The rows as pytest parameters; those outside DEFAULT skipped unless the whole table is
+    """The rows as pytest parameters; those outside DEFAULT skipped when only the quick rows are
     asked for."""
     unknown = DEFAULT - {row_id(row) for row in ROWS}
     assert not unknown, f"DEFAULT names rows the table does not have: {sorted(unknown)}"
     later = pytest.mark.skipif(
-        not WHOLE, reason="outside the default rows: CLOUDTPU_FAULT_TABLE=all"
+        not WHOLE, reason="outside the quick rows (CLOUDTPU_FAULT_TABLE=quick)"
     )
     return [
         pytest.param(row, id=row_id(row), marks=() if row_id(row) in DEFAULT else later)
