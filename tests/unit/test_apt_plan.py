@@ -104,7 +104,8 @@ def test_the_bootstrap_play_plans_the_roles_that_install_packages():
     """Each role of the bootstrap play whose packages are known ahead is in the plan, by its tag,
     from the same filter the role computes its own list with, on the role's options (never the
     role's internal names)."""
-    play = yaml.safe_load((REPO / "playbooks/bootstrap.yml").read_text())[0]
+    plays = yaml.safe_load((REPO / "playbooks/bootstrap.yml").read_text())
+    play = next(play for play in plays if "roles" in play)
     tags = {entry["role"].split(".")[-1]: entry["tags"] for entry in play["roles"]}
     plan = play["vars"]["tpu_apt_packages_ahead"]
     # the filter in the plan, and the one the role decides its own packages with
