@@ -108,6 +108,34 @@ def test_a_failed_create_is_finished_by_the_next_run_from_the_journal(
     assert not path.exists()
 
 
+def test_a_recovery_stopped_before_its_workers_answered_is_finished_by_the_next_run(
+    emulator: EmulatorCli, env: dict[str, str], state_dir: Path
+) -> None:
+    """The journal keeps a recreated node's spec until the run's last play: a run that stops
+    after the create (here its workers never answer over SSH, as after a Ctrl-C or a lost
+    connection there) leaves the entry, and the same command again bootstraps the READY node
+    instead of refusing it as not lost."""
+    before = preempted_node(emulator, env)
+    stopped = playbook(
+        "recover.yml",
+        env,
+        *with_base(
+            tpu_recover_nodes="pod-a", tpu_recover_wait_for_ssh=True, tpu_recover_ssh_timeout=1
+        ),
+    )
+    assert stopped.returncode != 0, stopped.tail()
+    assert emulator.node("pod-a")["state"] == "READY"
+    path = journal(state_dir)
+    entry = json.loads(path.read_text())["nodes"]["pod-a"]
+    assert entry["spec"]["labels"] == {"team": "vision"}, entry
+
+    again = playbook("recover.yml", env, *with_base(tpu_recover_nodes="pod-a"))
+    assert again.returncode == 0, again.tail()
+    assert "pod-a: rebootstrap" in again.output, again.tail()
+    assert emulator.node("pod-a")["acceleratorType"] == before["acceleratorType"]
+    assert not path.exists()
+
+
 def test_check_mode_on_a_journaled_missing_node_changes_and_writes_nothing(
     emulator: EmulatorCli, env: dict[str, str], state_dir: Path
 ) -> None:
