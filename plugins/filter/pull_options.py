@@ -9,24 +9,25 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options import (
     HTTP_HOSTS_ENV,
     base_url_problem,
     parse_http_hosts,
-    plain_http_allowed,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import _shown, number_problem
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pull import (
+    LOCK_NAME,
     LOG_BYTES,
     LOG_KEY,
     LOG_LINES,
     NAMESPACE,
+    REPO_ALLOWED,
     RESULT_KEY,
+    read_lock,
+    repo_problem,
 )
 
 DOCUMENTATION = r"""
@@ -97,80 +98,14 @@ INSTALLERS = ("uv", "pip")
 AUTH_KINDS = ("machineaccount", "accesstoken")
 DEFAULT_TIMEOUT = 3600
 
-# The toolchain the workers install, with hashes: the lock beside the startup script's template,
-# compiled by `make pull-lock` from pull_requirements.in (the versions' one home; tests keep its
-# pins equal to requirements.txt's). Its pins are the defaults below.
-LOCK_NAME = "playbooks/templates/pull_requirements.txt"
-LOCK_PATH = Path(__file__).resolve().parents[2] / LOCK_NAME
-ANSIBLE_NAME = "ansible"
-REQUIREMENT_NAMES = ("requests", "google-auth")
-UV_NAME = "uv"
-# One entry of the lock: "name==version[ ; marker] \" then its indented --hash and comment lines.
-_LOCK_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.!+_-]+)[ ;\\]")
+# The toolchain the workers install, with hashes (module_utils/tpu_pull.py reads the lock): its
+# pins are the defaults below.
+TOOLCHAIN = read_lock()
+LOCK_PROBLEM = TOOLCHAIN["problem"]
+DEFAULT_ANSIBLE = TOOLCHAIN["ansible"]
+DEFAULT_REQUIREMENTS = TOOLCHAIN["requirements"]
+DEFAULT_UV_VERSION = TOOLCHAIN["uv_version"]
 
-
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def parse_lock(text: str) -> dict[str, tuple[str, str]]:
-    """The entries of a lock compiled with hashes: canonical name -> (version, the entry's text,
-    its --hash lines included). Comment lines at the top level are left out."""
-    entries: dict[str, tuple[str, str]] = {}
-    name = ""
-    for line in text.splitlines():
-        if not line.strip() or (line.startswith("#") and not line[:1].isspace()):
-            name = ""
-            continue
-        if line[:1].isspace():
-            if name:
-                version, body = entries[name]
-                entries[name] = (version, f"{body}{line}\n")
-            continue
-        match = _LOCK_PIN.match(line + " ")
-        if not match:
-            raise ValueError(f"{LOCK_NAME}: {line!r} is not a pinned requirement (name==version)")
-        name = _canonical(match.group(1))
-        entries[name] = (match.group(2), f"{line}\n")
-    return entries
-
-
-def _read_lock() -> tuple[dict[str, tuple[str, str]], str]:
-    try:
-        entries = parse_lock(LOCK_PATH.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return {}, f"the collection's lock {LOCK_NAME} could not be read ({exc}): reinstall it."
-    missing = [n for n in (ANSIBLE_NAME, *REQUIREMENT_NAMES, UV_NAME) if n not in entries]
-    if missing:
-        return entries, f"the collection's lock {LOCK_NAME} lacks {', '.join(missing)}."
-    return entries, ""
-
-
-_LOCK_READ = _read_lock()
-LOCK = _LOCK_READ[0]
-LOCK_PROBLEM = _LOCK_READ[1]
-
-
-def _pin(name: str) -> str:
-    return f"{name}=={LOCK[name][0]}" if name in LOCK else ""
-
-
-DEFAULT_ANSIBLE = _pin(ANSIBLE_NAME)
-DEFAULT_REQUIREMENTS = tuple(_pin(name) for name in REQUIREMENT_NAMES)
-DEFAULT_UV_VERSION = LOCK[UV_NAME][0] if UV_NAME in LOCK else ""
-# The lock's texts for the worker: uv alone (a venv of its own), and everything else.
-LOCK_TEXT = "".join(entry[1] for name, entry in LOCK.items() if name != UV_NAME)
-UV_LOCK_TEXT = LOCK[UV_NAME][1] if UV_NAME in LOCK else ""
-
-# git URLs the workers clone. No spaces, quotes, backslashes or control characters anywhere;
-# no host or user that git or ssh could read as an option (a leading "-").
-_URL_CHARS = re.compile(r"^[^\s'\"\\\x00-\x1f\x7f]{1,2000}\Z")
-_SCP = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:(?!//)[^\s]+\Z")
-REPO_ALLOWED = (
-    "an https:// or ssh:// URL, user@host:path (SSH), or file:// (a repository on the worker);"
-    " http:// and git:// (no encryption, no authentication) only to a loopback address or to a"
-    " host named in tpu_provision_pull_repo_http_hosts"
-)
 # A full commit id: SHA-1 (40 hex digits) or SHA-256 (64).
 _COMMIT = re.compile(r"^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})\Z")
 COMMIT_ALLOWED = (
@@ -445,60 +380,10 @@ def pull_options(raw: Mapping[str, Any]) -> dict[str, Any]:
         inventory=json.dumps(inventory, indent=2, sort_keys=True),
         env="".join(f"export {key}={shlex.quote(value)}\n" for key, value in env.items()),
         vars=json.dumps(variables, indent=2, sort_keys=True),
-        lock=LOCK_TEXT if hashed else "",
-        uv_lock=UV_LOCK_TEXT if hashed else "",
+        lock=TOOLCHAIN["lock"] if hashed else "",
+        uv_lock=TOOLCHAIN["uv_lock"] if hashed else "",
     )
     return result
-
-
-def repo_problem(value: Any, http_hosts: list[str]) -> str:
-    """Why the workers must not clone ``value`` (tpu_provision_pull_repo); ``''`` when they may.
-    ``http_hosts``: the hosts named in tpu_provision_pull_repo_http_hosts, as parse_http_hosts
-    returns them. http:// and git:// follow the API's rule (plain_http_allowed)."""
-    named = ", ".join(http_hosts) if http_hosts else "none"
-    allowed = f"{REPO_ALLOWED} (now {named})"
-
-    def refused(reason: str, hint: str = "") -> str:
-        return f"tpu_provision_pull_repo is {_shown(value)}: {reason}; allowed: {allowed}.{hint}"
-
-    if not isinstance(value, str) or not _URL_CHARS.match(value):
-        return refused("not a git URL (or it holds a space, a quote or a control character)")
-    if "://" not in value:
-        if _SCP.match(value):
-            return ""  # user@host:path, git's short form of ssh://
-        return refused("not a git URL")
-    try:
-        parts = urlsplit(value)
-        host = parts.hostname or ""
-    except ValueError as exc:
-        return refused(f"not a git URL ({exc})")
-    scheme = parts.scheme.lower()
-    if "@" in parts.netloc and (parts.password is not None or scheme in ("https", "http")):
-        # shown without what stands before the @: it may be a token
-        hidden = f"{parts.scheme}://<hidden>@{parts.netloc.rsplit('@', 1)[1]}{parts.path}"
-        return (
-            f"tpu_provision_pull_repo is {_shown(hidden)}: it carries credentials (a password or "
-            "token before the @), which the node's metadata and every worker's log would keep; "
-            f"allowed: {allowed}, with no credentials in it (a public https:// URL, or ssh:// "
-            "with a deploy key)."
-        )
-    if scheme == "file":
-        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
-            return refused("file:// names a folder on the worker itself: file:///path")
-        return ""
-    if scheme not in ("https", "ssh", "http", "git"):
-        return refused(f"the scheme {scheme}:// is not one git fetches over safely")
-    if not host or host.startswith("-") or not parts.path.strip("/"):
-        return refused("it has no host or no repository path")
-    if scheme in ("http", "git") and not plain_http_allowed(host, http_hosts):
-        return refused(
-            f"{scheme}:// to {host} neither encrypts nor authenticates: anyone on the way can "
-            "read the repository or answer in its place, and every worker runs what it gets as "
-            "root at every boot",
-            f" To allow it on a network you trust, name {host} in "
-            "tpu_provision_pull_repo_http_hosts.",
-        )
-    return ""
 
 
 class FilterModule:

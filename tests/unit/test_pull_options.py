@@ -197,7 +197,7 @@ def test_the_script_pulls_this_node_with_a_local_connection():
     assert f"version={COMMIT}\n" in script and "tags=python,libtpu\n" in script
     assert "pinned=1\n" in script and "hashed=1\n" in script
     assert "packages=(ansible==12.3.0 requests==2.34.2 google-auth==2.62.2)" in script
-    # ansible-pull's source is the checkout checked at that commit (tests/unit/test_pull_trust.py)
+    # ansible-pull's source is the checkout checked at that commit (test_pull_checkout.py)
     assert 'ansible-pull" -U "$checkout" -C "$commit" -d "$checkout"' in script
     assert '--limit "$limit" -c local' in script and "site.yml" in script
     assert '"${nodes[0]}-w$worker"' in script and "nodes=(pod-a)" in script
