@@ -253,6 +253,30 @@ def node_workers(node: Mapping[str, Any]) -> list[dict[str, Any]]:
     return workers
 
 
+def worker_addresses(found: Any) -> list[str]:
+    """The addresses (internal, then external) of every worker in ``found``, each once, in the
+    order found: a worker (``internal_ip``, ``external_ip``), or what holds workers (a node or a
+    tpu_node result: ``workers``; a tpu_queued_resource result: ``nodes``), or lists of them."""
+    addresses: list[str] = []
+
+    def collect(item: Any) -> None:
+        if isinstance(item, Mapping):
+            if "workers" in item or "nodes" in item:
+                collect(item.get("workers") or [])
+                collect(item.get("nodes") or [])
+                return
+            for key in ("internal_ip", "external_ip"):
+                address = item.get(key)
+                if address and str(address) not in addresses:
+                    addresses.append(str(address))
+        elif isinstance(item, (list, tuple)):
+            for entry in item:
+                collect(entry)
+
+    collect(found)
+    return addresses
+
+
 def parse_node_name(name: Any) -> tuple[str, str, str]:
     """(project, zone, node id) from ``projects/P/locations/Z/nodes/N`` (else empty parts)."""
     parts = str(name or "").split("/")

@@ -139,3 +139,22 @@ def test_merge_metadata_keeps_keys_the_task_does_not_name() -> None:
     current = {"ssh-keys": "alice:a1", "startup-script": "echo old", "team": "x"}
     got = r.merge_metadata(current, {"ssh-keys": "tpu:k1", "startup-script": "echo new"})
     assert got == {"ssh-keys": "alice:a1\ntpu:k1", "startup-script": "echo new", "team": "x"}
+
+
+def test_worker_addresses_of_workers_nodes_and_module_results_each_once() -> None:
+    w0 = {"worker_id": 0, "internal_ip": "10.0.0.2", "external_ip": "34.1.1.1"}
+    w1 = {"worker_id": 1, "internal_ip": "10.0.0.3", "external_ip": None}
+    node_result = {"changed": True, "updated_fields": [], "workers": [w0, w1]}
+    queued_result = {"changed": True, "nodes": [{"name": "pod-b", "workers": [
+        {"worker_id": 0, "internal_ip": "10.0.1.2", "external_ip": ""}]}]}  # fmt: skip
+    skipped = {"skipped": True, "changed": False, "item": {"node": {"workers": [w0]}}}
+    found = [[w1], [node_result, skipped], [queued_result], "not a worker", None]
+    assert r.worker_addresses(found) == ["10.0.0.3", "10.0.0.2", "34.1.1.1", "10.0.1.2"]
+    assert r.worker_addresses([]) == [] and r.worker_addresses(None) == []
+
+
+def test_the_worker_addresses_filter_is_the_function() -> None:
+    plugin = importlib.import_module(
+        "ansible_collections.cloudtpu.pod.plugins.filter.worker_addresses"
+    )
+    assert plugin.FilterModule().filters() == {"worker_addresses": r.worker_addresses}
