@@ -107,6 +107,22 @@ def merge_metadata(current: Any, wanted: Any) -> dict[str, str]:
     return merged
 
 
+def node_metadata(
+    extra: Mapping[str, Any], user: str, key: str, startup_script: str = ""
+) -> dict[str, Any]:
+    """The metadata provision.yml creates nodes with: the user's own (``extra``), its
+    ``ssh-keys`` lines with ``user:key`` added (each line trimmed and once; none added for no
+    key), and the ``startup-script`` when one is given (the pull bootstrap's)."""
+    metadata = dict(extra)
+    if key:
+        current = str(metadata.get("ssh-keys") or "").splitlines()
+        lines = (line.strip() for line in [*current, f"{user}:{key}"])
+        metadata["ssh-keys"] = "\n".join(dict.fromkeys(line for line in lines if line))
+    if startup_script:
+        metadata["startup-script"] = startup_script
+    return metadata
+
+
 def node_body(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The API's Node JSON for a spec; options that are None are left out."""
     body: dict[str, Any] = {}

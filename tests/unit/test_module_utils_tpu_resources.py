@@ -158,3 +158,21 @@ def test_the_worker_addresses_filter_is_the_function() -> None:
         "ansible_collections.cloudtpu.pod.plugins.filter.worker_addresses"
     )
     assert plugin.FilterModule().filters() == {"worker_addresses": r.worker_addresses}
+
+
+def test_node_metadata_adds_the_users_key_once_and_the_startup_script() -> None:
+    mine = {"ssh-keys": " bob:ssh-ed25519 AAAA bob \n\ntpu:ssh-ed25519 BBBB me", "x": "1"}
+    got = r.node_metadata(mine, "tpu", "ssh-ed25519 BBBB me")
+    assert got == {"ssh-keys": "bob:ssh-ed25519 AAAA bob\ntpu:ssh-ed25519 BBBB me", "x": "1"}
+    assert mine["ssh-keys"].startswith(" bob")  # the user's own mapping is left as it was
+    assert r.node_metadata({}, "tpu", "ssh-rsa CCCC") == {"ssh-keys": "tpu:ssh-rsa CCCC"}
+    assert r.node_metadata(mine, "tpu", "") == mine  # no key: ssh-keys as given
+    with_script = r.node_metadata({}, "tpu", "", "#!/bin/bash\n")
+    assert with_script == {"startup-script": "#!/bin/bash\n"}
+
+
+def test_the_node_metadata_filter_is_the_function() -> None:
+    plugin = importlib.import_module(
+        "ansible_collections.cloudtpu.pod.plugins.filter.node_metadata"
+    )
+    assert plugin.FilterModule().filters() == {"node_metadata": r.node_metadata}
