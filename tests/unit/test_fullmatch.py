@@ -145,8 +145,9 @@ def test_no_playbook_or_role_checks_with_match_anchored_by_dollar() -> None:
 
 
 def test_the_checks_that_were_converted_use_the_plugin() -> None:
-    """The scan would pass on a tree without checks: the plugin is what the files use."""
+    """The scan would pass on a tree without checks: the plugin is what the files use (fewer as
+    checks move into module_utils, which use re.fullmatch themselves)."""
     uses = sum(
         path.read_text(encoding="utf-8").count("cloudtpu.pod.fullmatch") for path in checked_files()
     )
-    assert uses >= 60, uses
+    assert uses >= 20, uses
