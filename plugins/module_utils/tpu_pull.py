@@ -19,8 +19,8 @@ the script (on a TPU VM the startup-script starts with the guest environment, se
 boot).
 
 What the workers install and clone is checked here too: the collection's hashed lock of their
-toolchain (:func:`read_lock`) and the repository they clone (:func:`repo_problem`), which the
-filter ``pull_options`` checks provision.yml's variables with.
+toolchain (:func:`read_lock`) and the repository they clone (:func:`repo_problem`), with which
+``tpu_pull_options`` checks provision.yml's variables.
 
 Everything here but :func:`look` and :func:`read_lock` is a pure function of its arguments.
 """

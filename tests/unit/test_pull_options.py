@@ -13,7 +13,8 @@ from typing import Any
 
 import jinja2
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.filter.pull_options import (
+from ansible_collections.cloudtpu.pod.plugins.filter import pull_options as pull_options_plugin
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pull_options import (
     DEFAULT_ANSIBLE,
     DEFAULT_REQUIREMENTS,
     DEFAULT_UV_VERSION,
@@ -276,3 +277,7 @@ def test_shellcheck_passes_on_the_rendered_script(tmp_path, extra):
         ["shellcheck", "-s", "bash", str(path)], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_filter_is_the_function() -> None:
+    assert pull_options_plugin.FilterModule().filters() == {"pull_options": pull_options}

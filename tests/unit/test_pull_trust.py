@@ -17,16 +17,16 @@ import re
 from pathlib import Path
 
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.filter.pull_options import (
-    DEFAULT_ANSIBLE,
-    DEFAULT_REQUIREMENTS,
-    DEFAULT_UV_VERSION,
-    pull_options,
-)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pull import (
     LOCK_NAME,
     parse_lock,
     read_lock,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pull_options import (
+    DEFAULT_ANSIBLE,
+    DEFAULT_REQUIREMENTS,
+    DEFAULT_UV_VERSION,
+    pull_options,
 )
 
 from tests.unit.test_pull_options import BASE, COMMIT, render
