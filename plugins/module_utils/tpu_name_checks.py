@@ -7,8 +7,11 @@ is fine, else one sentence that names the variable, the value given and what is 
   as the TPU API takes them in its paths (:data:`GCP_NAMES`).
 * :func:`bucket_problem`: a Cloud Storage bucket name as Google's naming rules allow it.
 
+:func:`name_list` reads a list of names as users give them: a list, or a comma-separated
+string (``-e tpu_recover_nodes=pod-a,pod-b``).
+
 The filter gcp_name_problem exposes the first to Jinja; the storage_plan filter checks buckets
-with the second.
+with the second; the filter name_list exposes name_list.
 """
 
 from __future__ import annotations
@@ -36,6 +39,14 @@ GCP_NAMES = {
 }
 
 
+def name_list(value: Any) -> Any:
+    """A comma-separated string as the list of its parts (each trimmed, empty ones dropped);
+    anything else as it is, for the checks to refuse what is not a list."""
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
 def gcp_name_problem(value: Any, name: str, kind: str = "project", many: bool = False) -> str:
     """Why ``value`` is not a project ID (``kind`` project) or a zone (``kind`` zone) for
     ``name``; ``''`` when it is. With ``many``, a list of them or a comma-separated string (as
@@ -45,7 +56,7 @@ def gcp_name_problem(value: Any, name: str, kind: str = "project", many: bool = 
     if not many:
         allowed, items = f"{what} {more}", [value]
     elif isinstance(value, str):
-        items = [item.strip() for item in value.split(",") if item.strip()]
+        items = name_list(value)
     elif isinstance(value, (list, tuple)):
         items = list(value)
     else:

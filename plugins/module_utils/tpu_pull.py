@@ -18,14 +18,26 @@ thing at boot, so the result of an earlier boot is seen only between a reboot an
 the script (on a TPU VM the startup-script starts with the guest environment, seconds after the
 boot).
 
-Everything here but :func:`look` is a pure function of its arguments.
+What the workers install and clone is checked here too: the collection's hashed lock of their
+toolchain (:func:`read_lock`) and the repository they clone (:func:`repo_problem`), with which
+``tpu_pull_options`` checks provision.yml's variables.
+
+Everything here but :func:`look` and :func:`read_lock` is a pure function of its arguments.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options import (
+    plain_http_allowed,
+)
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import _shown
 
 NAMESPACE = "cloudtpu"
 RESULT_KEY = "pull-result"
@@ -192,3 +204,135 @@ def look(client: Any, project: str, zone: str, node_ids: Sequence[str]) -> dict[
         "problems": lost_nodes(nodes),
         "nodes": {n: (node or {}).get("state", "ABSENT") for n, node in nodes.items()},
     }
+
+
+# -- what the workers install: the collection's hashed lock ----------------------------------
+
+# The toolchain the workers install, with hashes: the lock beside the startup script's template,
+# compiled by `make pull-lock` from pull_requirements.in (the versions' one home; tests keep its
+# pins equal to requirements.txt's). Its pins are the defaults of pull mode's variables.
+LOCK_NAME = "playbooks/templates/pull_requirements.txt"
+LOCK_PATH = Path(__file__).resolve().parents[2] / LOCK_NAME
+ANSIBLE_NAME = "ansible"
+REQUIREMENT_NAMES = ("requests", "google-auth")
+UV_NAME = "uv"
+# One entry of the lock: "name==version[ ; marker] \" then its indented --hash and comment lines.
+_LOCK_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.!+_-]+)[ ;\\]")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def parse_lock(text: str) -> dict[str, tuple[str, str]]:
+    """The entries of a lock compiled with hashes: canonical name -> (version, the entry's text,
+    its --hash lines included). Comment lines at the top level are left out."""
+    entries: dict[str, tuple[str, str]] = {}
+    name = ""
+    for line in text.splitlines():
+        if not line.strip() or (line.startswith("#") and not line[:1].isspace()):
+            name = ""
+            continue
+        if line[:1].isspace():
+            if name:
+                version, body = entries[name]
+                entries[name] = (version, f"{body}{line}\n")
+            continue
+        match = _LOCK_PIN.match(line + " ")
+        if not match:
+            raise ValueError(f"{LOCK_NAME}: {line!r} is not a pinned requirement (name==version)")
+        name = _canonical(match.group(1))
+        entries[name] = (match.group(2), f"{line}\n")
+    return entries
+
+
+def read_lock(path: Path = LOCK_PATH) -> dict[str, Any]:
+    """The lock at ``path``: ``entries`` (as parse_lock returns them), ``problem`` (why pull mode
+    cannot use it, ``''`` when it can), the default pins ``ansible``, ``requirements`` (a tuple)
+    and ``uv_version``, and the texts for the worker: ``uv_lock`` (uv alone, in a venv of its
+    own) and ``lock`` (everything else)."""
+    problem = ""
+    try:
+        entries = parse_lock(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        entries = {}
+        problem = f"the collection's lock {LOCK_NAME} could not be read ({exc}): reinstall it."
+    missing = [n for n in (ANSIBLE_NAME, *REQUIREMENT_NAMES, UV_NAME) if n not in entries]
+    if missing and not problem:
+        problem = f"the collection's lock {LOCK_NAME} lacks {', '.join(missing)}."
+
+    def pin(name: str) -> str:
+        return f"{name}=={entries[name][0]}" if name in entries else ""
+
+    return {
+        "entries": entries,
+        "problem": problem,
+        "ansible": pin(ANSIBLE_NAME),
+        "requirements": tuple(pin(name) for name in REQUIREMENT_NAMES),
+        "uv_version": entries[UV_NAME][0] if UV_NAME in entries else "",
+        "lock": "".join(entry[1] for name, entry in entries.items() if name != UV_NAME),
+        "uv_lock": entries[UV_NAME][1] if UV_NAME in entries else "",
+    }
+
+
+# -- what the workers clone -------------------------------------------------------------------
+
+# git URLs the workers clone. No spaces, quotes, backslashes or control characters anywhere;
+# no host or user that git or ssh could read as an option (a leading "-").
+_URL_CHARS = re.compile(r"^[^\s'\"\\\x00-\x1f\x7f]{1,2000}\Z")
+_SCP = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:(?!//)[^\s]+\Z")
+REPO_ALLOWED = (
+    "an https:// or ssh:// URL, user@host:path (SSH), or file:// (a repository on the worker);"
+    " http:// and git:// (no encryption, no authentication) only to a loopback address or to a"
+    " host named in tpu_provision_pull_repo_http_hosts"
+)
+
+
+def repo_problem(value: Any, http_hosts: list[str]) -> str:
+    """Why the workers must not clone ``value`` (tpu_provision_pull_repo); ``''`` when they may.
+    ``http_hosts``: the hosts named in tpu_provision_pull_repo_http_hosts, as parse_http_hosts
+    returns them. http:// and git:// follow the API's rule (plain_http_allowed)."""
+    named = ", ".join(http_hosts) if http_hosts else "none"
+    allowed = f"{REPO_ALLOWED} (now {named})"
+
+    def refused(reason: str, hint: str = "") -> str:
+        return f"tpu_provision_pull_repo is {_shown(value)}: {reason}; allowed: {allowed}.{hint}"
+
+    if not isinstance(value, str) or not _URL_CHARS.match(value):
+        return refused("not a git URL (or it holds a space, a quote or a control character)")
+    if "://" not in value:
+        if _SCP.match(value):
+            return ""  # user@host:path, git's short form of ssh://
+        return refused("not a git URL")
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname or ""
+    except ValueError as exc:
+        return refused(f"not a git URL ({exc})")
+    scheme = parts.scheme.lower()
+    if "@" in parts.netloc and (parts.password is not None or scheme in ("https", "http")):
+        # shown without what stands before the @: it may be a token
+        hidden = f"{parts.scheme}://<hidden>@{parts.netloc.rsplit('@', 1)[1]}{parts.path}"
+        return (
+            f"tpu_provision_pull_repo is {_shown(hidden)}: it carries credentials (a password or "
+            "token before the @), which the node's metadata and every worker's log would keep; "
+            f"allowed: {allowed}, with no credentials in it (a public https:// URL, or ssh:// "
+            "with a deploy key)."
+        )
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            return refused("file:// names a folder on the worker itself: file:///path")
+        return ""
+    if scheme not in ("https", "ssh", "http", "git"):
+        return refused(f"the scheme {scheme}:// is not one git fetches over safely")
+    if not host or host.startswith("-") or not parts.path.strip("/"):
+        return refused("it has no host or no repository path")
+    if scheme in ("http", "git") and not plain_http_allowed(host, http_hosts):
+        return refused(
+            f"{scheme}:// to {host} neither encrypts nor authenticates: anyone on the way can "
+            "read the repository or answer in its place, and every worker runs what it gets as "
+            "root at every boot",
+            f" To allow it on a network you trust, name {host} in "
+            "tpu_provision_pull_repo_http_hosts.",
+        )
+    return ""

@@ -107,6 +107,22 @@ def merge_metadata(current: Any, wanted: Any) -> dict[str, str]:
     return merged
 
 
+def node_metadata(
+    extra: Mapping[str, Any], user: str, key: str, startup_script: str = ""
+) -> dict[str, Any]:
+    """The metadata provision.yml creates nodes with: the user's own (``extra``), its
+    ``ssh-keys`` lines with ``user:key`` added (each line trimmed and once; none added for no
+    key), and the ``startup-script`` when one is given (the pull bootstrap's)."""
+    metadata = dict(extra)
+    if key:
+        current = str(metadata.get("ssh-keys") or "").splitlines()
+        lines = (line.strip() for line in [*current, f"{user}:{key}"])
+        metadata["ssh-keys"] = "\n".join(dict.fromkeys(line for line in lines if line))
+    if startup_script:
+        metadata["startup-script"] = startup_script
+    return metadata
+
+
 def node_body(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The API's Node JSON for a spec; options that are None are left out."""
     body: dict[str, Any] = {}
@@ -251,6 +267,30 @@ def node_workers(node: Mapping[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return workers
+
+
+def worker_addresses(found: Any) -> list[str]:
+    """The addresses (internal, then external) of every worker in ``found``, each once, in the
+    order found: a worker (``internal_ip``, ``external_ip``), or what holds workers (a node or a
+    tpu_node result: ``workers``; a tpu_queued_resource result: ``nodes``), or lists of them."""
+    addresses: list[str] = []
+
+    def collect(item: Any) -> None:
+        if isinstance(item, Mapping):
+            if "workers" in item or "nodes" in item:
+                collect(item.get("workers") or [])
+                collect(item.get("nodes") or [])
+                return
+            for key in ("internal_ip", "external_ip"):
+                address = item.get(key)
+                if address and str(address) not in addresses:
+                    addresses.append(str(address))
+        elif isinstance(item, (list, tuple)):
+            for entry in item:
+                collect(entry)
+
+    collect(found)
+    return addresses
 
 
 def parse_node_name(name: Any) -> tuple[str, str, str]:

@@ -143,15 +143,20 @@ def interrupted(emulator: EmulatorCli, step: Step, name: str, env: dict, args: l
     )
     thread.start()
     key = f"{step.method} {step.route}"
-    seen = lambda: emulator.admin("GET", "stats")["by_route"].get(key, 0) > step.after  # noqa: E731
-    _wait(f"{key} number {step.after + 1}", lambda: bool(pid) and seen(), 120, thread)
+
+    def seen() -> bool:
+        return bool(pid) and emulator.admin("GET", "stats")["by_route"].get(key, 0) > step.after
+
+    def answered() -> bool:
+        return len(calls(emulator, step)) > step.after
+
+    _wait(f"{key} number {step.after + 1}", seen, 120, thread)
     for attempt in (1, 2):
         os.killpg(pid[0], signal.SIGINT)
         thread.join(30 if attempt == 1 else 120)
         if not thread.is_alive():
             break
     assert not thread.is_alive(), "ansible-playbook did not stop after Ctrl-C twice"
-    answered = lambda: len(calls(emulator, step)) > step.after  # noqa: E731
     _wait(f"answer to {key} number {step.after + 1}", answered, HOLD + 30)
     return done[0]
 

@@ -18,7 +18,10 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     option_problems,
     path_problem,
 )
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_name_checks import gcp_name_problem
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_name_checks import (
+    gcp_name_problem,
+    name_list,
+)
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_network_checks import (
     address_problem,
     network_problem,
@@ -342,6 +345,7 @@ def test_filters_are_the_checks() -> None:
         "number_problem",
         "device_glob_problem",
         "gcp_name_problem",
+        "name_list",
     ):
         module = importlib.import_module(f"ansible_collections.cloudtpu.pod.plugins.filter.{name}")
         filters.update(module.FilterModule().filters())
@@ -352,4 +356,20 @@ def test_filters_are_the_checks() -> None:
         "number_problem": number_problem,
         "device_glob_problem": device_glob_problem,
         "gcp_name_problem": gcp_name_problem,
+        "name_list": name_list,
     }
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("pod-a, pod-b,,", ["pod-a", "pod-b"]),
+        ("", []),
+        (" pod-a ", ["pod-a"]),
+        (["pod-a", " b "], ["pod-a", " b "]),  # a list as given: its checks see every item
+        ({"pod-a": 1}, {"pod-a": 1}),  # not a list: as given, for the check to refuse
+        (None, None),
+    ],
+)
+def test_a_name_list_from_a_list_or_a_comma_separated_string(value, expected) -> None:
+    assert name_list(value) == expected

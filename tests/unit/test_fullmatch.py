@@ -145,13 +145,14 @@ def test_no_playbook_or_role_checks_with_match_anchored_by_dollar() -> None:
 
 
 def test_the_checks_that_were_converted_use_the_plugin() -> None:
-    """The scan would pass on a tree without checks: the plugin is what the files use. The
+    """The scan would pass on a tree without checks: the plugin is what the files use (fewer as
+    checks move into module_utils, which use re.fullmatch themselves). The
     roles' preflight checks live in Python (plugins/module_utils/tpu_role_rules*.py), where
     every pattern goes through tpu_role_checks.matches (re.fullmatch)."""
     uses = sum(
         path.read_text(encoding="utf-8").count("cloudtpu.pod.fullmatch") for path in checked_files()
     )
-    assert uses >= 30, uses
+    assert uses >= 5, uses
     rules = sorted((REPO / "plugins" / "module_utils").glob("tpu_role_*.py"))
     text = "".join(path.read_text(encoding="utf-8") for path in rules)
     assert text.count("matches(") >= 20

@@ -139,3 +139,40 @@ def test_merge_metadata_keeps_keys_the_task_does_not_name() -> None:
     current = {"ssh-keys": "alice:a1", "startup-script": "echo old", "team": "x"}
     got = r.merge_metadata(current, {"ssh-keys": "tpu:k1", "startup-script": "echo new"})
     assert got == {"ssh-keys": "alice:a1\ntpu:k1", "startup-script": "echo new", "team": "x"}
+
+
+def test_worker_addresses_of_workers_nodes_and_module_results_each_once() -> None:
+    w0 = {"worker_id": 0, "internal_ip": "10.0.0.2", "external_ip": "34.1.1.1"}
+    w1 = {"worker_id": 1, "internal_ip": "10.0.0.3", "external_ip": None}
+    node_result = {"changed": True, "updated_fields": [], "workers": [w0, w1]}
+    queued_result = {"changed": True, "nodes": [{"name": "pod-b", "workers": [
+        {"worker_id": 0, "internal_ip": "10.0.1.2", "external_ip": ""}]}]}  # fmt: skip
+    skipped = {"skipped": True, "changed": False, "item": {"node": {"workers": [w0]}}}
+    found = [[w1], [node_result, skipped], [queued_result], "not a worker", None]
+    assert r.worker_addresses(found) == ["10.0.0.3", "10.0.0.2", "34.1.1.1", "10.0.1.2"]
+    assert r.worker_addresses([]) == [] and r.worker_addresses(None) == []
+
+
+def test_the_worker_addresses_filter_is_the_function() -> None:
+    plugin = importlib.import_module(
+        "ansible_collections.cloudtpu.pod.plugins.filter.worker_addresses"
+    )
+    assert plugin.FilterModule().filters() == {"worker_addresses": r.worker_addresses}
+
+
+def test_node_metadata_adds_the_users_key_once_and_the_startup_script() -> None:
+    mine = {"ssh-keys": " bob:ssh-ed25519 AAAA bob \n\ntpu:ssh-ed25519 BBBB me", "x": "1"}
+    got = r.node_metadata(mine, "tpu", "ssh-ed25519 BBBB me")
+    assert got == {"ssh-keys": "bob:ssh-ed25519 AAAA bob\ntpu:ssh-ed25519 BBBB me", "x": "1"}
+    assert mine["ssh-keys"].startswith(" bob")  # the user's own mapping is left as it was
+    assert r.node_metadata({}, "tpu", "ssh-rsa CCCC") == {"ssh-keys": "tpu:ssh-rsa CCCC"}
+    assert r.node_metadata(mine, "tpu", "") == mine  # no key: ssh-keys as given
+    with_script = r.node_metadata({}, "tpu", "", "#!/bin/bash\n")
+    assert with_script == {"startup-script": "#!/bin/bash\n"}
+
+
+def test_the_node_metadata_filter_is_the_function() -> None:
+    plugin = importlib.import_module(
+        "ansible_collections.cloudtpu.pod.plugins.filter.node_metadata"
+    )
+    assert plugin.FilterModule().filters() == {"node_metadata": r.node_metadata}

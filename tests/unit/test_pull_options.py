@@ -13,7 +13,8 @@ from typing import Any
 
 import jinja2
 import pytest
-from ansible_collections.cloudtpu.pod.plugins.filter.pull_options import (
+from ansible_collections.cloudtpu.pod.plugins.filter import pull_options as pull_options_plugin
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pull_options import (
     DEFAULT_ANSIBLE,
     DEFAULT_REQUIREMENTS,
     DEFAULT_UV_VERSION,
@@ -197,7 +198,7 @@ def test_the_script_pulls_this_node_with_a_local_connection():
     assert f"version={COMMIT}\n" in script and "tags=python,libtpu\n" in script
     assert "pinned=1\n" in script and "hashed=1\n" in script
     assert "packages=(ansible==12.3.0 requests==2.34.2 google-auth==2.62.2)" in script
-    # ansible-pull's source is the checkout checked at that commit (tests/unit/test_pull_trust.py)
+    # ansible-pull's source is the checkout checked at that commit (test_pull_checkout.py)
     assert 'ansible-pull" -U "$checkout" -C "$commit" -d "$checkout"' in script
     assert '--limit "$limit" -c local' in script and "site.yml" in script
     assert '"${nodes[0]}-w$worker"' in script and "nodes=(pod-a)" in script
@@ -276,3 +277,7 @@ def test_shellcheck_passes_on_the_rendered_script(tmp_path, extra):
         ["shellcheck", "-s", "bash", str(path)], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_filter_is_the_function() -> None:
+    assert pull_options_plugin.FilterModule().filters() == {"pull_options": pull_options}
