@@ -25,6 +25,10 @@ NEXT_INTEGRATION ?= tests/integration/test_inventory_config.py \
   "tests/integration/test_teardown_inputs.py::test_confirmation_words_of_the_bool_filter_delete[ON]" \
   tests/integration/test_collection_reuse.py
 
+# The unit tests test-next runs: all but those of the development tools (tests/unit/tools: the
+# stage runner, the CPU report, the benchmarks' reports), which import no part of Ansible.
+NEXT_UNIT ?= tests/unit --ignore=tests/unit/tools
+
 # Molecule scenarios run by `make molecule`, in this order.
 SCENARIOS ?= default remote_shell nfs framework pod
 
@@ -164,7 +168,7 @@ test-next-sanity: next-venv ## ansible-test sanity on the newest ansible
 
 test-next-pytest: next-venv ## unit tests and NEXT_INTEGRATION on the newest ansible
 	@if $(NEXT_MISSING); then $(NEXT_SKIPPED); else \
-	  PATH=$(NEXT_BIN):$$PATH pytest -q tests/unit && PATH=$(NEXT_BIN):$$PATH pytest -q $(NEXT_INTEGRATION); fi
+	  PATH=$(NEXT_BIN):$$PATH pytest -q $(NEXT_UNIT) && PATH=$(NEXT_BIN):$$PATH pytest -q $(NEXT_INTEGRATION); fi
 
 test-torch-xla: setup image ## torch_xla really installed and imported (downloads about 4.4 GB; not in `test`)
 	$(MOLECULE) test -s torch-xla

@@ -3,7 +3,8 @@
 
 A YAML scalar that holds a template (``{{`` or ``{%``) and spans more than one line counts
 with all its lines. Logic of that size belongs in a filter plugin or module_utils, where it is
-tested; the steps stay in YAML. tests/unit/test_jinja_lines.py keeps the total under a ceiling.
+tested; the steps stay in YAML. tests/unit/tools/test_jinja_lines.py keeps the total under a
+ceiling.
 
 Usage: python3 tools/jinja_lines.py [--top N]
 """

@@ -11,7 +11,8 @@ argument spec when it starts). Descriptions use Ansible's markup: C(), V(), O(),
 I() is emphasis.
 
 The pages go to docs/docsite/rst/playbook_<name>.rst, which docs/docsite/extra-docs.yml lists
-so the site's index links them; tests/unit/test_playbook_docs.py checks that they are current.
+so the site's index links them; tests/unit/playbooks/test_playbook_docs.py checks that they are
+current.
 
 Usage: python tools/playbook_docs.py           (write the pages)
        python tools/playbook_docs.py --check   (exit 1 when a page is missing or stale)
