@@ -80,6 +80,7 @@ BAD_PROVISION = [
     ("tpu_provision_tier", "cheap", "cheap"),
     ("tpu_provision_requeue_tries", "lots", "lots"),
     ("tpu_provision_labels", "team=vision", "team=vision"),
+    ("tpu_provision_lifetime", "8 hours", "8 hours"),
     ("tpu_provision_ssh_user", "Root User", "Root User"),
     ("tpu_provision_ssh_public_key", "not-a-key", "not-a-key"),
 ]
