@@ -176,3 +176,4 @@ def test_past_the_limit_the_older_half_is_removed(tmp_path: Path) -> None:
         import zipimport
 
         zipimport._compile_source = cache._compile_source
+        cache._MetaHook.remove()
