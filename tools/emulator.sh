@@ -82,7 +82,7 @@ case "$cmd" in
     alive "$storage_pid" || rm -f "$dir/storage-url"
     gateway=""
     if [ ! -s "$dir/storage-url" ]; then
-      gateway=$(docker network inspect bridge -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' \
+      gateway=$(cd "$repo" && "$python" -m tools.tpu_emulator.docker_cli gateway bridge \
         2>/dev/null || true)
       if [ -z "$gateway" ]; then
         echo "the bucket service listens on the docker bridge's gateway, and Docker names none" \

@@ -31,6 +31,7 @@ import pytest
 
 from tests.integration.test_lifecycle_docker import docker_unavailable
 from tests.role_runner import BIN, ansible_env
+from tools.tpu_emulator import docker_cli
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = "cloudtpu-pod-worker:current"
@@ -121,11 +122,7 @@ def worker() -> Iterator[Worker]:
     emulator = shutil.which("gcp-storage-emulator", path=str(BIN))
     if emulator is None:
         pytest.skip("gcp-storage-emulator is not installed in the toolchain (requirements.txt)")
-    gateway = subprocess.run(
-        ["docker", "network", "inspect", "bridge", "-f",
-         "{{range .IPAM.Config}}{{.Gateway}}{{end}}"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+    gateway = docker_cli.gateway("bridge")
     port = _free_port(gateway)
     started = time.monotonic()
     server = subprocess.Popen(

@@ -136,10 +136,7 @@ class DockerBackend(Backend):
         self._metadata = service
 
     def _gateway(self, network: str) -> str:
-        out = docker_cli.call(
-            "network", "inspect", "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}", network
-        )
-        return next((a for a in out.split() if "." in a), "")
+        return docker_cli.gateway(network)
 
     def _serve_metadata(self, node: NodeInfo, network: str) -> str:
         """Start the node's metadata server on its network's gateway; return that address (what

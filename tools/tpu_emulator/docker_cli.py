@@ -36,3 +36,38 @@ def call(*args: str, timeout: float = 120.0, check: bool = True) -> str:
         output = (done.stderr or done.stdout).strip()
         raise DockerError(f"{' '.join(command)} failed ({done.returncode}): {output}")
     return done.stdout
+
+
+def gateway(network: str) -> str:
+    """The IPv4 gateway of a Docker network ('' when it has none): the one its IPAM names, or
+    else the first address of its subnet, which is what Docker gives the bridge when none is
+    named (the default ``bridge`` of some Docker releases names none)."""
+    import ipaddress
+    import json
+
+    out = call("network", "inspect", "--format", "{{json .IPAM.Config}}", network)
+    configs = json.loads(out or "null") or []
+    for config in configs:
+        named = str(config.get("Gateway") or "")
+        if "." in named:
+            return named
+    for config in configs:
+        try:
+            subnet = ipaddress.ip_network(str(config.get("Subnet") or ""), strict=False)
+        except ValueError:
+            continue
+        if subnet.version == 4 and subnet.num_addresses > 2:
+            return str(subnet.network_address + 1)
+    return ""
+
+
+if __name__ == "__main__":
+    # python -m tools.tpu_emulator.docker_cli gateway NETWORK: print that network's gateway
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "gateway":
+        sys.exit("usage: python -m tools.tpu_emulator.docker_cli gateway NETWORK")
+    try:
+        print(gateway(sys.argv[2]))
+    except (DockerError, ValueError) as exc:
+        sys.exit(str(exc))

@@ -5,6 +5,7 @@ here)."""
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import socket
 import threading
@@ -265,7 +266,7 @@ def _docker_backend_without_docker(monkeypatch, gateway: str) -> tuple[DockerBac
     def docker(*args: str, **_: Any) -> str:
         calls.append(args)
         if args[:2] == ("network", "inspect"):
-            return f"{gateway} "
+            return json.dumps([{"Subnet": "127.0.0.0/8", "Gateway": gateway}])
         if args[0] == "inspect":
             return "127.0.0.1 "
         return ""
