@@ -4,7 +4,9 @@ tests/forked_cli.py forks each ansible-playbook run of a test from a server that
 Ansible and read its configuration once. This runs one bad-input table's kind of work both ways
 in one run, alternating: each playbook of PLAYBOOKS with a bad value, against two workers that
 cannot be reached (the refusal comes before any connection), --check and not, and measures the
-CPU seconds of everything started (the server included) and the wall time.
+CPU seconds of everything started (the server included) and the wall time. A third side starts
+new processes with tools/payload_cache.py turned off (CLOUDTPU_PAYLOAD_CACHE=0): each parses
+ansible-core's routing table (runtime.yml) again, where the others read the kept copy.
 
     .venv/bin/python bench/forked_cli/run.py [--runs 12] [--repeat 3] [--markdown BENCHMARKS.md]
 """
@@ -44,8 +46,17 @@ def children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def one_side(forked: bool, runs: int, folder: Path) -> dict[str, float]:
+# The sides, in the order each round runs them: (name, forked, payload cache on).
+SIDES = (
+    ("new process, no cache", False, False),
+    ("new process", False, True),
+    ("forked", True, True),
+)
+
+
+def one_side(forked: bool, cache: bool, runs: int, folder: Path) -> dict[str, float]:
     os.environ["CLOUDTPU_FORKED_CLI"] = "1" if forked else "0"
+    os.environ["CLOUDTPU_PAYLOAD_CACHE"] = "1" if cache else "0"
     hosts = {
         f"w{i}": {"ansible_host": "127.0.0.1", "ansible_port": 9, "tpu_worker_id": i}
         for i in range(2)
@@ -75,13 +86,11 @@ def one_side(forked: bool, runs: int, folder: Path) -> dict[str, float]:
 
 
 def measure(runs: int, repeat: int) -> dict:
-    rows: dict[str, list[dict[str, float]]] = {"new process": [], "forked": []}
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in SIDES}
     for _ in range(repeat):
-        for forked in (False, True):
+        for name, forked, cache in SIDES:
             with tempfile.TemporaryDirectory() as folder:
-                rows["forked" if forked else "new process"].append(
-                    one_side(forked, runs, Path(folder))
-                )
+                rows[name].append(one_side(forked, cache, runs, Path(folder)))
     return {"runs": runs, "repeat": repeat, "playbooks": list(PLAYBOOKS), "rows": rows}
 
 
@@ -105,6 +114,9 @@ def markdown(result: dict) -> str:
     cpu = per_run("forked", "cpu") / per_run("new process", "cpu")
     wall = per_run("forked", "wall") / per_run("new process", "wall")
     lines += ["", f"Ratios of medians, forked / new process: CPU {cpu:.2f}x, wall {wall:.2f}x."]
+    if "new process, no cache" in rows:
+        kept = per_run("new process", "cpu") / per_run("new process, no cache", "cpu")
+        lines[-1] += f" The kept routing table, new process / no cache: CPU {kept:.2f}x."
     return "\n".join(lines)
 
 
