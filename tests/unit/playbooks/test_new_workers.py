@@ -75,8 +75,8 @@ def test_the_shared_file_does_every_step_and_names_its_variables() -> None:
     assert used == _variables(), (sorted(used), sorted(_variables()))
     # the play names are the importing playbook's (provision.yml's and recover.yml's own)
     assert [play["name"] for play in plays] == [
-        "{{ _tpu_new_workers_plays[0] }}",
-        "{{ _tpu_new_workers_plays[1] }}",
+        "{{ _tpu_new_workers_plays[0] | default('Read the new workers into the inventory') }}",
+        "{{ _tpu_new_workers_plays[1] | default('Wait for SSH on the new workers') }}",
     ]
 
 
