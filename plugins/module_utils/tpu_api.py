@@ -15,6 +15,12 @@ and jitter, and turns API errors into :class:`TpuApiError` whose message says wh
 Use from a module::
 
     client = TpuClient(module)            # module.params holds auth_argument_spec() options
+    with failing_on_api_error(module):    # a TpuApiError fails the module with its reason
+        ...
+
+or, for a module whose work is a task object with ``run()`` and ``result``::
+
+    module.exit_json(**run_task(module, NodeTask))
 
 Use from anything else (an inventory plugin, a script)::
 
@@ -30,7 +36,8 @@ locations and queued resources, and re-exports the public names of the others.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
@@ -51,6 +58,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options impor
     base_url_problem,
     http_hosts_problem,
     parse_http_hosts,
+    project_argument_spec,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_transport import (
     HAS_GOOGLE_AUTH,
@@ -78,8 +86,11 @@ __all__ = [
     "auth_argument_spec",
     "base_url_problem",
     "error_from_response",
+    "failing_on_api_error",
     "http_hosts_problem",
     "parse_http_hosts",
+    "project_argument_spec",
+    "run_task",
 ]
 
 ALL_ZONES = "-"
@@ -348,3 +359,31 @@ class TpuClient(TpuOperations):
             permission="tpu.queuedResources.delete",
             resource=f"queued resource {name}",
         )
+
+
+@contextmanager
+def failing_on_api_error(
+    module: Any, partial: Callable[[], Mapping[str, Any]] = dict
+) -> Iterator[None]:
+    """Fail ``module`` on a :class:`TpuApiError` raised inside, with the error's message, reason,
+    HTTP status and API message, and with what ``partial()`` says was done before it."""
+    try:
+        yield
+    except TpuApiError as exc:
+        module.fail_json(
+            msg=str(exc),
+            reason=exc.reason,
+            status=exc.status,
+            api_message=exc.api_message,
+            **partial(),
+        )
+
+
+def run_task(module: Any, task_class: Callable[[Any, TpuClient], Any]) -> dict[str, Any]:
+    """The result of ``task_class(module, client).run()``; on an API error the module fails with
+    the task's ``result`` so far (what it changed before the error)."""
+    task = None
+    with failing_on_api_error(module, lambda: task.result if task is not None else {}):
+        task = task_class(module, TpuClient(module))
+        return task.run()
+    return {}  # reached only when fail_json returns, as a test's stand-in may

@@ -230,11 +230,10 @@ nodes:
 
 from typing import Any
 
-from ansible.module_utils.basic import env_fallback
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
-    TpuApiError,
     TpuClient,
-    auth_argument_spec,
+    failing_on_api_error,
+    project_argument_spec,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     check_module_options,
@@ -255,9 +254,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_wait import (
 
 
 def argument_spec() -> dict[str, Any]:
-    spec = auth_argument_spec()
-    spec.update(
-        project={"type": "str", "required": True, "fallback": (env_fallback, ["GCP_PROJECT"])},
+    return project_argument_spec(
         zones={"type": "list", "elements": "str", "default": [], "aliases": ["zone"]},
         name={"type": "str"},
         states={"type": "list", "elements": "str", "default": []},
@@ -269,7 +266,6 @@ def argument_spec() -> dict[str, Any]:
         timeout={"type": "int", "default": 1800},
         poll_interval={"type": "float", "default": 10.0},
     )
-    return spec
 
 
 def wait_problem(params: dict[str, Any]) -> str:
@@ -320,15 +316,11 @@ def main() -> None:
     params = module.params
     if wait_problem(params):
         module.fail_json(msg=wait_problem(params))
-    try:
+    with failing_on_api_error(module):
         client = TpuClient(module)
         if params["wait_healthy"] and not module.check_mode:
             wait_healthy(client, params)
         nodes, warnings = read_nodes(client, params)
-    except TpuApiError as exc:
-        module.fail_json(
-            msg=str(exc), reason=exc.reason, status=exc.status, api_message=exc.api_message
-        )
     for warning in warnings:
         module.warn(warning)
     kept = [

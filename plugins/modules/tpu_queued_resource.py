@@ -266,11 +266,9 @@ nodes:
 
 from typing import Any
 
-from ansible.module_utils.basic import env_fallback
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
-    TpuApiError,
-    TpuClient,
-    auth_argument_spec,
+    project_argument_spec,
+    run_task,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     check_module_options,
@@ -286,10 +284,8 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import Hi
 
 
 def argument_spec() -> dict[str, Any]:
-    spec = auth_argument_spec()
-    spec.update(
+    return project_argument_spec(
         name={"type": "str", "required": True, "aliases": ["queued_resource_id"]},
-        project={"type": "str", "required": True, "fallback": (env_fallback, ["GCP_PROJECT"])},
         zone={"type": "str", "required": True},
         state={
             "type": "str",
@@ -328,7 +324,6 @@ def argument_spec() -> dict[str, Any]:
         timeout={"type": "int", "default": 3600},
         poll_interval={"type": "float", "default": 10.0},
     )
-    return spec
 
 
 def main() -> None:
@@ -337,21 +332,7 @@ def main() -> None:
     problems = schedule_problems(module.params)
     if problems:
         module.fail_json(msg=" ".join(problems), problems=problems)
-    task = None
-    try:
-        client = TpuClient(module)
-        task = QueuedResourceTask(module, client)
-        result = task.run()
-    except TpuApiError as exc:
-        partial = task.result if task is not None else {}
-        module.fail_json(
-            msg=str(exc),
-            reason=exc.reason,
-            status=exc.status,
-            api_message=exc.api_message,
-            **partial,
-        )
-    module.exit_json(**result)
+    module.exit_json(**run_task(module, QueuedResourceTask))
 
 
 if __name__ == "__main__":
