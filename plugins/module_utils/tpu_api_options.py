@@ -223,3 +223,9 @@ def project_argument_spec(**options: dict[str, Any]) -> dict[str, dict[str, Any]
     spec["project"] = {"type": "str", "required": True, "fallback": (env_fallback, ["GCP_PROJECT"])}
     spec.update(options)
     return spec
+
+
+def zone_argument_spec(**options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """project_argument_spec() with the required ``zone``: the options documented by the
+    fragments cloudtpu.pod.tpu_api, tpu_api.project and tpu_api.zone, and ``options``."""
+    return project_argument_spec(zone={"type": "str", "required": True}, **options)

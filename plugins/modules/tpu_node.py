@@ -306,21 +306,17 @@ from typing import Any
 
 from ansible.module_utils.basic import env_fallback
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
-    project_argument_spec,
+    api_module,
     run_task,
-)
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
-    check_module_options,
+    zone_argument_spec,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import STATE_DIR_ENV
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_node_task import NodeTask
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 
 def argument_spec() -> dict[str, Any]:
-    return project_argument_spec(
+    return zone_argument_spec(
         name={"type": "str", "required": True, "aliases": ["node_id"]},
-        zone={"type": "str", "required": True},
         state={
             "type": "str",
             "default": "present",
@@ -356,8 +352,7 @@ def argument_spec() -> dict[str, Any]:
 
 
 def main() -> None:
-    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
-    check_module_options(module)
+    module = api_module(argument_spec())
     module.exit_json(**run_task(module, NodeTask))
 
 

@@ -232,11 +232,9 @@ from typing import Any
 
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
     TpuClient,
+    api_module,
     failing_on_api_error,
     project_argument_spec,
-)
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
-    check_module_options,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_progress import ProgressLog
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
@@ -244,7 +242,6 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import 
     node_summary,
     parse_node_name,
 )
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_wait import (
     MAINTENANCE,
     Deadline,
@@ -311,8 +308,7 @@ def read_nodes(client: TpuClient, params: dict[str, Any]) -> tuple[list[dict[str
 
 
 def main() -> None:
-    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
-    check_module_options(module)
+    module = api_module(argument_spec())
     params = module.params
     if wait_problem(params):
         module.fail_json(msg=wait_problem(params))

@@ -149,19 +149,15 @@ from typing import Any
 
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
     TpuClient,
+    api_module,
     failing_on_api_error,
-    project_argument_spec,
-)
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
-    check_module_options,
+    zone_argument_spec,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pull import look, tally
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 
 def argument_spec() -> dict[str, Any]:
-    return project_argument_spec(
-        zone={"type": "str", "required": True},
+    return zone_argument_spec(
         nodes={"type": "list", "elements": "str", "required": True},
         timeout={"type": "int", "default": 3600},
         poll_interval={"type": "float", "default": 10.0},
@@ -169,8 +165,7 @@ def argument_spec() -> dict[str, Any]:
 
 
 def main() -> None:
-    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
-    check_module_options(module)
+    module = api_module(argument_spec())
     params = module.params
     with failing_on_api_error(module):
         seen = look(TpuClient(module), params["project"], params["zone"], params["nodes"])

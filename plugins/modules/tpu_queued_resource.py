@@ -267,11 +267,9 @@ nodes:
 from typing import Any
 
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
-    project_argument_spec,
+    api_module,
     run_task,
-)
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
-    check_module_options,
+    zone_argument_spec,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued import (
     TIERS,
@@ -280,13 +278,11 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued import (
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued_task import (
     QueuedResourceTask,
 )
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 
 def argument_spec() -> dict[str, Any]:
-    return project_argument_spec(
+    return zone_argument_spec(
         name={"type": "str", "required": True, "aliases": ["queued_resource_id"]},
-        zone={"type": "str", "required": True},
         state={
             "type": "str",
             "default": "present",
@@ -327,8 +323,7 @@ def argument_spec() -> dict[str, Any]:
 
 
 def main() -> None:
-    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
-    check_module_options(module)
+    module = api_module(argument_spec())
     problems = schedule_problems(module.params)
     if problems:
         module.fail_json(msg=" ".join(problems), problems=problems)
