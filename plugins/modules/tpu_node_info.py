@@ -30,6 +30,7 @@ description:
 extends_documentation_fragment:
   - cloudtpu.pod.tpu_api
   - cloudtpu.pod.tpu_api.project
+  - cloudtpu.pod.tpu_api.node_filters
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -60,22 +61,6 @@ options:
       - Keep only nodes in these states (C(READY), C(CREATING), C(STOPPED), C(PREEMPTED),
         C(TERMINATED), C(REPAIRING), ...). Empty keeps every state.
       - Unlike the inventory plugin, whose default is C([READY]), the default here keeps all.
-    type: list
-    elements: str
-    default: []
-  labels:
-    description:
-      - Keep only nodes that carry all these labels. Values are shell-style patterns, so C('*')
-        only asks for the label to be present.
-    type: dict
-    default: {}
-  accelerator_types:
-    description: Keep only nodes whose accelerator type matches one of these shell-style patterns.
-    type: list
-    elements: str
-    default: []
-  names:
-    description: Keep only nodes whose node ID matches one of these shell-style patterns.
     type: list
     elements: str
     default: []
