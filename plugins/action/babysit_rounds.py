@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from ansible import context
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import private_problem
+from ansible_collections.cloudtpu.pod.plugins.plugin_utils.tpu_actions import SpecAction
 
 SPEC = {
     "state": {"type": "path", "required": True},
@@ -224,15 +224,12 @@ def start_child(
             child.wait()
 
 
-class ActionModule(ActionBase):
+class ActionModule(SpecAction):
     """Start babysit.yml's rounds, one ansible-playbook each, until the watch is over."""
 
-    TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(SPEC)
+    SPEC = SPEC
 
-    def run(self, tmp: str | None = None, task_vars: dict | None = None) -> dict:
-        result = super().run(tmp, task_vars)
-        args = self.validate_argument_spec(argument_spec=SPEC)[1]
+    def act(self, result: dict, args: dict[str, Any], task_vars: dict[str, Any]) -> dict:
         options = dict(context.CLIARGS)
         problem = prompt_problem(options)
         if problem:

@@ -10,10 +10,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_progress import progress_line
-from ansible_collections.cloudtpu.pod.plugins.plugin_utils.tpu_actions import inner_action
+from ansible_collections.cloudtpu.pod.plugins.plugin_utils.tpu_actions import (
+    SpecAction,
+    inner_action,
+)
 
 SPEC = {
     "jid": {"type": "str", "required": True},
@@ -66,19 +68,16 @@ def wait_job(
         sleep(max(0.01, min(poll, max(1.0, seconds / 2), timeout - seconds, poll - (now - shown))))
 
 
-class ActionModule(ActionBase):
+class ActionModule(SpecAction):
     """Poll async_status on the host; show a line for every poll that finds the job running."""
 
-    TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(SPEC)
+    SPEC = SPEC
 
-    def run(self, tmp: str | None = None, task_vars: dict | None = None) -> dict:
-        result = super().run(tmp, task_vars)
-        args = self.validate_argument_spec(argument_spec=SPEC)[1]
+    def act(self, result: dict, args: dict[str, Any], task_vars: dict[str, Any]) -> dict:
         async_status, _task = inner_action(
             self, "ansible.builtin.async_status", {"jid": args["jid"]}
         )
-        name = str((task_vars or {}).get("inventory_hostname", "host"))
+        name = str(task_vars.get("inventory_hostname", "host"))
         result.update(
             wait_job(
                 lambda: async_status.run(task_vars=task_vars),

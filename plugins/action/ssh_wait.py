@@ -10,10 +10,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_progress import progress_line
-from ansible_collections.cloudtpu.pod.plugins.plugin_utils.tpu_actions import inner_action
+from ansible_collections.cloudtpu.pod.plugins.plugin_utils.tpu_actions import (
+    SpecAction,
+    inner_action,
+)
 
 SPEC = {
     "timeout": {"type": "int", "default": 600},
@@ -51,15 +53,12 @@ def wait_ssh(
         show(progress_line(name, "no SSH answer yet", seconds))
 
 
-class ActionModule(ActionBase):
+class ActionModule(SpecAction):
     """wait_for_connection in slices of ``poll`` seconds, a line after each that found none."""
 
-    TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(SPEC)
+    SPEC = SPEC
 
-    def run(self, tmp: str | None = None, task_vars: dict | None = None) -> dict:
-        result = super().run(tmp, task_vars)
-        args = self.validate_argument_spec(argument_spec=SPEC)[1]
+    def act(self, result: dict, args: dict[str, Any], task_vars: dict[str, Any]) -> dict:
         waiter, task = inner_action(self, "ansible.builtin.wait_for_connection", {})
 
         def attempt(seconds: float) -> dict[str, Any]:
@@ -70,7 +69,7 @@ class ActionModule(ActionBase):
             }
             return waiter.run(task_vars=task_vars)
 
-        name = str((task_vars or {}).get("inventory_hostname", "host"))
+        name = str(task_vars.get("inventory_hostname", "host"))
         result.update(
             wait_ssh(
                 attempt,

@@ -6,7 +6,9 @@ DOCUMENTATION (``cloudtpu.pod.tpu_api``) mirrors ``auth_argument_spec()`` in
 ``plugins/module_utils/tpu_api.py`` and carries the same names as the tpu_vm inventory plugin's
 options, so one set of settings serves both. PROJECT (``cloudtpu.pod.tpu_api.project``) and
 ZONE (``cloudtpu.pod.tpu_api.zone``) document the options that say where the nodes are, written
-once here for the modules that take them.
+once here for the modules that take them; NODE_FILTERS (``cloudtpu.pod.tpu_api.node_filters``)
+the filters on labels, accelerator types and names that the tpu_vm inventory plugin and
+the tpu_node_info module share.
 """
 
 from __future__ import annotations
@@ -112,4 +114,24 @@ options:
     description: Zone, for example C(us-central2-b).
     type: str
     required: true
+"""
+
+    NODE_FILTERS = r"""
+options:
+  labels:
+    description:
+      - Keep only nodes that carry all these labels. Values are shell-style patterns, so C('*')
+        only asks for the label to be present.
+    type: dict
+    default: {}
+  accelerator_types:
+    description: Keep only nodes whose accelerator type matches one of these shell-style patterns.
+    type: list
+    elements: str
+    default: []
+  names:
+    description: Keep only nodes whose name (node ID) matches one of these shell-style patterns.
+    type: list
+    elements: str
+    default: []
 """

@@ -48,6 +48,7 @@ requirements:
 extends_documentation_fragment:
   - constructed
   - inventory_cache
+  - cloudtpu.pod.tpu_api.node_filters
 options:
   plugin:
     description: Marks the file as a source for this plugin.
@@ -84,22 +85,6 @@ options:
     type: list
     elements: str
     default: [READY]
-  labels:
-    description:
-      - Keep only nodes that carry all these labels. Values are shell-style patterns, so C('*')
-        only asks for the label to be present.
-    type: dict
-    default: {}
-  accelerator_types:
-    description: Keep only nodes whose accelerator type matches one of these shell-style patterns.
-    type: list
-    elements: str
-    default: []
-  names:
-    description: Keep only nodes whose name (node ID) matches one of these shell-style patterns.
-    type: list
-    elements: str
-    default: []
   hostname:
     description:
       - Python format string for inventory host names. Fields C(node), C(worker_id), C(zone),

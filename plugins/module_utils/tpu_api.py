@@ -14,7 +14,14 @@ and jitter, and turns API errors into :class:`TpuApiError` whose message says wh
 
 Use from a module::
 
+    module = api_module(zone_argument_spec(name={"type": "str", "required": True}))
     client = TpuClient(module)            # module.params holds auth_argument_spec() options
+    with failing_on_api_error(module):    # a TpuApiError fails the module with its reason
+        ...
+
+or, for a module whose work is a task object with ``run()`` and ``result``::
+
+    module.exit_json(**run_task(module, NodeTask))
 
 Use from anything else (an inventory plugin, a script)::
 
@@ -30,7 +37,8 @@ locations and queued resources, and re-exports the public names of the others.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
@@ -51,6 +59,8 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_options impor
     base_url_problem,
     http_hosts_problem,
     parse_http_hosts,
+    project_argument_spec,
+    zone_argument_spec,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_transport import (
     HAS_GOOGLE_AUTH,
@@ -59,6 +69,8 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api_transport imp
     TpuApiTransport,
     _zone_of,
 )
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import check_module_options
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 __all__ = [
     "ALL_ZONES",
@@ -75,11 +87,16 @@ __all__ = [
     "TpuApiError",
     "TpuApiTransport",
     "TpuClient",
+    "api_module",
     "auth_argument_spec",
     "base_url_problem",
     "error_from_response",
+    "failing_on_api_error",
     "http_hosts_problem",
     "parse_http_hosts",
+    "project_argument_spec",
+    "run_task",
+    "zone_argument_spec",
 ]
 
 ALL_ZONES = "-"
@@ -102,6 +119,29 @@ class TpuClient(TpuOperations):
 
     def _qr_path(self, project: str, zone: str, name: str) -> str:
         return "{}/queuedResources/{}".format(self._parent(project, zone), quote(name, safe=""))
+
+    def _on_node(
+        self,
+        method: str,
+        project: str,
+        zone: str,
+        node: str,
+        permission: str,
+        verb: str = "",
+        **more: Any,
+    ) -> dict[str, Any]:
+        """One call on one node (``verb``, such as ``:start``, after its path): the permission it
+        needs and the node's name for the error, and ``more`` of :meth:`request`'s arguments."""
+        path = self._node_path(project, zone, node) + verb
+        return self.request(
+            method,
+            path,
+            project=project,
+            zone=zone,
+            permission=permission,
+            resource=f"TPU node {node}",
+            **more,
+        )
 
     # -- locations ----------------------------------------------------------------------------
 
@@ -174,14 +214,7 @@ class TpuClient(TpuOperations):
 
     def get_node(self, project: str, zone: str, node: str) -> dict[str, Any]:
         """One node; raises TpuApiError with ``not_found`` True when it does not exist."""
-        return self.request(
-            "GET",
-            self._node_path(project, zone, node),
-            project=project,
-            zone=zone,
-            permission="tpu.nodes.get",
-            resource=f"TPU node {node}",
-        )
+        return self._on_node("GET", project, zone, node, "tpu.nodes.get")
 
     def find_node(self, project: str, zone: str, node: str) -> dict[str, Any] | None:
         """Like get_node, but None when the node does not exist."""
@@ -212,38 +245,15 @@ class TpuClient(TpuOperations):
 
     def delete_node(self, project: str, zone: str, node: str) -> dict[str, Any]:
         """Start deleting a node; returns the long-running operation."""
-        return self.request(
-            "DELETE",
-            self._node_path(project, zone, node),
-            project=project,
-            zone=zone,
-            permission="tpu.nodes.delete",
-            resource=f"TPU node {node}",
-        )
+        return self._on_node("DELETE", project, zone, node, "tpu.nodes.delete")
 
     def start_node(self, project: str, zone: str, node: str) -> dict[str, Any]:
         """Start a stopped single-host node; returns the long-running operation."""
-        return self.request(
-            "POST",
-            self._node_path(project, zone, node) + ":start",
-            body={},
-            project=project,
-            zone=zone,
-            permission="tpu.nodes.start",
-            resource=f"TPU node {node}",
-        )
+        return self._on_node("POST", project, zone, node, "tpu.nodes.start", ":start", body={})
 
     def stop_node(self, project: str, zone: str, node: str) -> dict[str, Any]:
         """Stop a single-host node; returns the long-running operation."""
-        return self.request(
-            "POST",
-            self._node_path(project, zone, node) + ":stop",
-            body={},
-            project=project,
-            zone=zone,
-            permission="tpu.nodes.stop",
-            resource=f"TPU node {node}",
-        )
+        return self._on_node("POST", project, zone, node, "tpu.nodes.stop", ":stop", body={})
 
     def update_node(
         self,
@@ -255,15 +265,14 @@ class TpuClient(TpuOperations):
     ) -> dict[str, Any]:
         """Change the fields named in ``update_mask`` in place (the API allows description,
         tags, labels, metadata, networkConfig.enable_external_ips); returns the operation."""
-        return self.request(
+        return self._on_node(
             "PATCH",
-            self._node_path(project, zone, node),
+            project,
+            zone,
+            node,
+            "tpu.nodes.update",
             params={"updateMask": ",".join(update_mask)},
             body=body,
-            project=project,
-            zone=zone,
-            permission="tpu.nodes.update",
-            resource=f"TPU node {node}",
         )
 
     def get_guest_attributes(
@@ -283,14 +292,14 @@ class TpuClient(TpuOperations):
             body["queryPath"] = query_path
         if worker_ids:
             body["workerIds"] = [str(worker) for worker in worker_ids]
-        data = self.request(
+        data = self._on_node(
             "POST",
-            self._node_path(project, zone, node) + ":getGuestAttributes",
+            project,
+            zone,
+            node,
+            "tpu.nodes.get",
+            ":getGuestAttributes",
             body=body,
-            project=project,
-            zone=zone,
-            permission="tpu.nodes.get",
-            resource=f"TPU node {node}",
             answer="nodes.getGuestAttributes",
         )
         return list(data.get("guestAttributes") or [])
@@ -348,3 +357,39 @@ class TpuClient(TpuOperations):
             permission="tpu.queuedResources.delete",
             resource=f"queued resource {name}",
         )
+
+
+def api_module(argument_spec: dict[str, dict[str, Any]]) -> HidingModule:
+    """The module object of a module that calls the TPU API: check mode supported, secret values
+    hidden (``tpu_secrets.py``), failed before any call when a numeric option is out of bounds."""
+    module = HidingModule(argument_spec=argument_spec, supports_check_mode=True)
+    check_module_options(module)
+    return module
+
+
+@contextmanager
+def failing_on_api_error(
+    module: Any, partial: Callable[[], Mapping[str, Any]] = dict
+) -> Iterator[None]:
+    """Fail ``module`` on a :class:`TpuApiError` raised inside, with the error's message, reason,
+    HTTP status and API message, and with what ``partial()`` says was done before it."""
+    try:
+        yield
+    except TpuApiError as exc:
+        module.fail_json(
+            msg=str(exc),
+            reason=exc.reason,
+            status=exc.status,
+            api_message=exc.api_message,
+            **partial(),
+        )
+
+
+def run_task(module: Any, task_class: Callable[[Any, TpuClient], Any]) -> dict[str, Any]:
+    """The result of ``task_class(module, client).run()``; on an API error the module fails with
+    the task's ``result`` so far (what it changed before the error)."""
+    task = None
+    with failing_on_api_error(module, lambda: task.result if task is not None else {}):
+        task = task_class(module, TpuClient(module))
+        return task.run()
+    return {}  # reached only when fail_json returns, as a test's stand-in may

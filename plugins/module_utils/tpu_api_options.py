@@ -214,3 +214,18 @@ def auth_argument_spec() -> dict[str, dict[str, Any]]:
         "retry_max_sleep": {"type": "float", "default": 16.0},
         "request_timeout": {"type": "float", "default": 60.0},
     }
+
+
+def project_argument_spec(**options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """auth_argument_spec() with the required ``project`` (env GCP_PROJECT) and a module's own
+    ``options``: the spec of a module that reads or changes TPU resources of one project."""
+    spec = auth_argument_spec()
+    spec["project"] = {"type": "str", "required": True, "fallback": (env_fallback, ["GCP_PROJECT"])}
+    spec.update(options)
+    return spec
+
+
+def zone_argument_spec(**options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """project_argument_spec() with the required ``zone``: the options documented by the
+    fragments cloudtpu.pod.tpu_api, tpu_api.project and tpu_api.zone, and ``options``."""
+    return project_argument_spec(zone={"type": "str", "required": True}, **options)

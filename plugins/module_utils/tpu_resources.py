@@ -15,7 +15,7 @@ what a queued resource request names and how far it got is ``tpu_queued.py``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -123,40 +123,49 @@ def node_metadata(
     return metadata
 
 
+def _given(
+    target: dict[str, Any],
+    source: Mapping[str, Any],
+    names: Mapping[str, str],
+    convert: Callable[[Any], Any] = str,
+) -> None:
+    """``target[api] = convert(source[option])`` for each option of ``names`` that is not None."""
+    for option, api in names.items():
+        if source.get(option) is not None:
+            target[api] = convert(source[option])
+
+
+def _strs(items: Any) -> list[str]:
+    return [str(item) for item in items]
+
+
 def node_body(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The API's Node JSON for a spec; options that are None are left out."""
     body: dict[str, Any] = {}
-    if spec.get("accelerator_type") is not None:
-        body["acceleratorType"] = str(spec["accelerator_type"])
-    if spec.get("runtime_version") is not None:
-        body["runtimeVersion"] = str(spec["runtime_version"])
-    if spec.get("description") is not None:
-        body["description"] = str(spec["description"])
+    _given(
+        body,
+        spec,
+        {
+            "accelerator_type": "acceleratorType",
+            "runtime_version": "runtimeVersion",
+            "description": "description",
+        },
+    )
     network: dict[str, Any] = {}
-    if spec.get("network") is not None:
-        network["network"] = str(spec["network"])
-    if spec.get("subnetwork") is not None:
-        network["subnetwork"] = str(spec["subnetwork"])
-    if spec.get("enable_external_ips") is not None:
-        network["enableExternalIps"] = bool(spec["enable_external_ips"])
+    _given(network, spec, {"network": "network", "subnetwork": "subnetwork"})
+    _given(network, spec, {"enable_external_ips": "enableExternalIps"}, bool)
     if network:
         body["networkConfig"] = network
     scheduling = {api: True for api in ("spot", "preemptible", "reserved") if spec.get(api) is True}
     if scheduling:
         body["schedulingConfig"] = scheduling
-    if spec.get("labels") is not None:
-        body["labels"] = _str_dict(spec["labels"])
-    if spec.get("metadata") is not None:
-        body["metadata"] = _str_dict(spec["metadata"])
-    if spec.get("tags") is not None:
-        body["tags"] = [str(t) for t in spec["tags"]]
+    _given(body, spec, {"labels": "labels", "metadata": "metadata"}, _str_dict)
+    _given(body, spec, {"tags": "tags"}, _strs)
     account = spec.get("service_account")
     if isinstance(account, Mapping):
         sa: dict[str, Any] = {}
-        if account.get("email") is not None:
-            sa["email"] = str(account["email"])
-        if account.get("scopes") is not None:
-            sa["scope"] = [str(s) for s in account["scopes"]]
+        _given(sa, account, {"email": "email"})
+        _given(sa, account, {"scopes": "scope"}, _strs)
         if sa:
             body["serviceAccount"] = sa
     return body

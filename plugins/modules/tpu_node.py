@@ -306,24 +306,17 @@ from typing import Any
 
 from ansible.module_utils.basic import env_fallback
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
-    TpuApiError,
-    TpuClient,
-    auth_argument_spec,
-)
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
-    check_module_options,
+    api_module,
+    run_task,
+    zone_argument_spec,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_local_paths import STATE_DIR_ENV
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_node_task import NodeTask
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 
 def argument_spec() -> dict[str, Any]:
-    spec = auth_argument_spec()
-    spec.update(
+    return zone_argument_spec(
         name={"type": "str", "required": True, "aliases": ["node_id"]},
-        project={"type": "str", "required": True, "fallback": (env_fallback, ["GCP_PROJECT"])},
-        zone={"type": "str", "required": True},
         state={
             "type": "str",
             "default": "present",
@@ -356,27 +349,11 @@ def argument_spec() -> dict[str, Any]:
         journal={"type": "bool", "default": False},
         state_dir={"type": "str", "fallback": (env_fallback, [STATE_DIR_ENV])},
     )
-    return spec
 
 
 def main() -> None:
-    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
-    check_module_options(module)
-    task = None
-    try:
-        client = TpuClient(module)
-        task = NodeTask(module, client)
-        result = task.run()
-    except TpuApiError as exc:
-        partial = task.result if task is not None else {}
-        module.fail_json(
-            msg=str(exc),
-            reason=exc.reason,
-            status=exc.status,
-            api_message=exc.api_message,
-            **partial,
-        )
-    module.exit_json(**result)
+    module = api_module(argument_spec())
+    module.exit_json(**run_task(module, NodeTask))
 
 
 if __name__ == "__main__":

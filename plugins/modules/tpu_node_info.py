@@ -30,6 +30,7 @@ description:
 extends_documentation_fragment:
   - cloudtpu.pod.tpu_api
   - cloudtpu.pod.tpu_api.project
+  - cloudtpu.pod.tpu_api.node_filters
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -60,22 +61,6 @@ options:
       - Keep only nodes in these states (C(READY), C(CREATING), C(STOPPED), C(PREEMPTED),
         C(TERMINATED), C(REPAIRING), ...). Empty keeps every state.
       - Unlike the inventory plugin, whose default is C([READY]), the default here keeps all.
-    type: list
-    elements: str
-    default: []
-  labels:
-    description:
-      - Keep only nodes that carry all these labels. Values are shell-style patterns, so C('*')
-        only asks for the label to be present.
-    type: dict
-    default: {}
-  accelerator_types:
-    description: Keep only nodes whose accelerator type matches one of these shell-style patterns.
-    type: list
-    elements: str
-    default: []
-  names:
-    description: Keep only nodes whose node ID matches one of these shell-style patterns.
     type: list
     elements: str
     default: []
@@ -230,14 +215,11 @@ nodes:
 
 from typing import Any
 
-from ansible.module_utils.basic import env_fallback
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
-    TpuApiError,
     TpuClient,
-    auth_argument_spec,
-)
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
-    check_module_options,
+    api_module,
+    failing_on_api_error,
+    project_argument_spec,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_progress import ProgressLog
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import (
@@ -245,7 +227,6 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_resources import 
     node_summary,
     parse_node_name,
 )
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_wait import (
     MAINTENANCE,
     Deadline,
@@ -255,9 +236,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_wait import (
 
 
 def argument_spec() -> dict[str, Any]:
-    spec = auth_argument_spec()
-    spec.update(
-        project={"type": "str", "required": True, "fallback": (env_fallback, ["GCP_PROJECT"])},
+    return project_argument_spec(
         zones={"type": "list", "elements": "str", "default": [], "aliases": ["zone"]},
         name={"type": "str"},
         states={"type": "list", "elements": "str", "default": []},
@@ -269,7 +248,6 @@ def argument_spec() -> dict[str, Any]:
         timeout={"type": "int", "default": 1800},
         poll_interval={"type": "float", "default": 10.0},
     )
-    return spec
 
 
 def wait_problem(params: dict[str, Any]) -> str:
@@ -315,20 +293,15 @@ def read_nodes(client: TpuClient, params: dict[str, Any]) -> tuple[list[dict[str
 
 
 def main() -> None:
-    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
-    check_module_options(module)
+    module = api_module(argument_spec())
     params = module.params
     if wait_problem(params):
         module.fail_json(msg=wait_problem(params))
-    try:
+    with failing_on_api_error(module):
         client = TpuClient(module)
         if params["wait_healthy"] and not module.check_mode:
             wait_healthy(client, params)
         nodes, warnings = read_nodes(client, params)
-    except TpuApiError as exc:
-        module.fail_json(
-            msg=str(exc), reason=exc.reason, status=exc.status, api_message=exc.api_message
-        )
     for warning in warnings:
         module.warn(warning)
     kept = [

@@ -147,41 +147,28 @@ problems:
 
 from typing import Any
 
-from ansible.module_utils.basic import env_fallback
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
-    TpuApiError,
     TpuClient,
-    auth_argument_spec,
-)
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
-    check_module_options,
+    api_module,
+    failing_on_api_error,
+    zone_argument_spec,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_pull import look, tally
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 
 def argument_spec() -> dict[str, Any]:
-    spec = auth_argument_spec()
-    spec.update(
-        project={"type": "str", "required": True, "fallback": (env_fallback, ["GCP_PROJECT"])},
-        zone={"type": "str", "required": True},
+    return zone_argument_spec(
         nodes={"type": "list", "elements": "str", "required": True},
         timeout={"type": "int", "default": 3600},
         poll_interval={"type": "float", "default": 10.0},
     )
-    return spec
 
 
 def main() -> None:
-    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
-    check_module_options(module)
+    module = api_module(argument_spec())
     params = module.params
-    try:
+    with failing_on_api_error(module):
         seen = look(TpuClient(module), params["project"], params["zone"], params["nodes"])
-    except TpuApiError as exc:
-        module.fail_json(
-            msg=str(exc), reason=exc.reason, status=exc.status, api_message=exc.api_message
-        )
     module.exit_json(
         changed=False, workers=seen["workers"], problems=seen["problems"], **tally(seen["workers"])
     )

@@ -266,14 +266,10 @@ nodes:
 
 from typing import Any
 
-from ansible.module_utils.basic import env_fallback
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
-    TpuApiError,
-    TpuClient,
-    auth_argument_spec,
-)
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
-    check_module_options,
+    api_module,
+    run_task,
+    zone_argument_spec,
 )
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued import (
     TIERS,
@@ -282,15 +278,11 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued import (
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_queued_task import (
     QueuedResourceTask,
 )
-from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_secrets import HidingModule
 
 
 def argument_spec() -> dict[str, Any]:
-    spec = auth_argument_spec()
-    spec.update(
+    return zone_argument_spec(
         name={"type": "str", "required": True, "aliases": ["queued_resource_id"]},
-        project={"type": "str", "required": True, "fallback": (env_fallback, ["GCP_PROJECT"])},
-        zone={"type": "str", "required": True},
         state={
             "type": "str",
             "default": "present",
@@ -328,30 +320,14 @@ def argument_spec() -> dict[str, Any]:
         timeout={"type": "int", "default": 3600},
         poll_interval={"type": "float", "default": 10.0},
     )
-    return spec
 
 
 def main() -> None:
-    module = HidingModule(argument_spec=argument_spec(), supports_check_mode=True)
-    check_module_options(module)
+    module = api_module(argument_spec())
     problems = schedule_problems(module.params)
     if problems:
         module.fail_json(msg=" ".join(problems), problems=problems)
-    task = None
-    try:
-        client = TpuClient(module)
-        task = QueuedResourceTask(module, client)
-        result = task.run()
-    except TpuApiError as exc:
-        partial = task.result if task is not None else {}
-        module.fail_json(
-            msg=str(exc),
-            reason=exc.reason,
-            status=exc.status,
-            api_message=exc.api_message,
-            **partial,
-        )
-    module.exit_json(**result)
+    module.exit_json(**run_task(module, QueuedResourceTask))
 
 
 if __name__ == "__main__":
