@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,12 +21,6 @@ V4_16 = {
     "poll_interval": 0.05,
     "timeout": 30,
 }
-
-
-@pytest.fixture
-def api() -> Iterator[Api]:
-    with serve() as emulator:
-        yield emulator
 
 
 def node_args(api: Api, **changes: Any) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,23 +17,6 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
 
 from tests.unit.api.tpu_api_server import PROJECT, Recorder, api_requests, client_for, state
 from tools.tpu_emulator.testing import TOKEN, admin, serve
-
-
-@pytest.fixture
-def server() -> Iterator[Any]:
-    with serve(state()) as srv:
-        yield srv
-
-
-@pytest.fixture
-def sleeps() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def client(server: Any, sleeps: Recorder) -> TpuClient:
-    return client_for(server, sleeps)
-
 
 # -- paging -------------------------------------------------------------------------------------
 

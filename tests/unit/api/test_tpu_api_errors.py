@@ -3,7 +3,6 @@ in-process: each failure of the service explained, with what to do about it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,25 +12,8 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import (
     error_from_response,
 )
 
-from tests.unit.api.tpu_api_server import PROJECT, Recorder, client_for, state
-from tools.tpu_emulator.testing import TOKEN, admin, serve
-
-
-@pytest.fixture
-def server() -> Iterator[Any]:
-    with serve(state()) as srv:
-        yield srv
-
-
-@pytest.fixture
-def sleeps() -> Recorder:
-    return Recorder()
-
-
-@pytest.fixture
-def client(server: Any, sleeps: Recorder) -> TpuClient:
-    return client_for(server, sleeps)
-
+from tests.unit.api.tpu_api_server import PROJECT, Recorder
+from tools.tpu_emulator.testing import TOKEN, admin
 
 # -- errors -------------------------------------------------------------------------------------
 

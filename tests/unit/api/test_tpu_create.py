@@ -4,7 +4,6 @@ Against the in-process emulator, with a session wrapper that loses answers on pu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,8 +11,8 @@ import requests
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api import TpuApiError, TpuClient
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_create import create_or_find
 
-from tests.unit.api.tpu_api_server import PROJECT, Recorder, client_for, state
-from tools.tpu_emulator.testing import admin, serve
+from tests.unit.api.tpu_api_server import PROJECT, Recorder, client_for
+from tools.tpu_emulator.testing import admin
 
 ZONE = "us-central2-b"
 BODY = {"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base"}
@@ -42,12 +41,6 @@ class _Losing:
                 answer._content = b'{"error": {"code": 500, "status": "INTERNAL", "message": "x"}}'
             return answer
         return self.inner.request(method, url, **kwargs)
-
-
-@pytest.fixture
-def server() -> Iterator[Any]:
-    with serve(state()) as srv:
-        yield srv
 
 
 def losing(server: Any, how: str) -> tuple[TpuClient, _Losing]:

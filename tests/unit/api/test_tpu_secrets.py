@@ -4,16 +4,14 @@ hidden markers, and that the modules keep them out of results, messages and thei
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
-import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.cloudtpu.pod.plugins.module_utils import tpu_secrets as s
 
-from tests.module_harness import ZONE, Api, run_module, serve
+from tests.module_harness import ZONE, Api, run_module
 
 REPO = Path(__file__).resolve().parents[3]
 CANARY = "canary-5d0e9b2a41"
@@ -28,12 +26,6 @@ NODE = {
     "poll_interval": 0.05,
     "timeout": 30,
 }
-
-
-@pytest.fixture
-def api() -> Iterator[Api]:
-    with serve() as emulator:
-        yield emulator
 
 
 def shows(value: object) -> bool:
