@@ -10,12 +10,11 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.module_harness import PROJECT, TOKEN, ZONE, Api, serve, state
+from tests.module_harness import PROJECT, TOKEN, ZONE, Api, state
 from tools.tpu_emulator import Emulator, EmulatorServer, docker_backend, docker_cli, docker_worker
 from tools.tpu_emulator.backends import InMemoryBackend, NodeInfo
 from tools.tpu_emulator.docker_backend import DockerBackend
@@ -23,19 +22,6 @@ from tools.tpu_emulator.docker_worker import ssh_banner, tpu_vm_hostname
 
 tpu_api = importlib.import_module("ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_api")
 PARENT = f"projects/{PROJECT}/locations/{ZONE}"
-
-
-@pytest.fixture
-def api() -> Iterator[Api]:
-    with serve(operation_delay=0.0) as emulator:
-        yield emulator
-
-
-@pytest.fixture
-def client(api: Api) -> Any:
-    return tpu_api.TpuClient.from_params(
-        {"auth_kind": "accesstoken", "access_token": TOKEN}, base_url=api.url, retries=1
-    )
 
 
 def make_node(client: Any, name: str = "pod-a", accel: str = "v4-16") -> dict[str, Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import time
 import urllib.error
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,19 +27,6 @@ def request(node_id: str = "qr-a", **extra: Any) -> dict[str, Any]:
     }
     body.update(extra)
     return body
-
-
-@pytest.fixture
-def api() -> Iterator[Api]:
-    with serve(operation_delay=0.0) as emulator:
-        yield emulator
-
-
-@pytest.fixture
-def client(api: Api) -> Any:
-    return tpu_api.TpuClient.from_params(
-        {"auth_kind": "accesstoken", "access_token": TOKEN}, base_url=api.url, retries=1
-    )
 
 
 def create(client: Any, body: dict[str, Any], name: str = "qr-a") -> None:
