@@ -184,3 +184,19 @@ def parse_inventory(path: Path) -> InventoryData:
     data = InventoryData()
     inventory_loader.get("cloudtpu.pod.tpu_vm").parse(data, DataLoader(), str(path), cache=False)
     return data
+
+
+def parse_source(folder: Path, api: Api, **options: Any) -> None:
+    """Parse a tpu_vm source for project ``proj-a`` at ``api``, ``options`` over its settings: the
+    option checks' tests, which look for the refusal this raises."""
+    config = {
+        "plugin": "cloudtpu.pod.tpu_vm",
+        "projects": ["proj-a"],
+        "base_url": api.url,
+        "auth_kind": "accesstoken",
+        "access_token": "x",
+    }
+    config.update(options)
+    path = folder / "pod.tpu_vm.yml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    parse_inventory(path)

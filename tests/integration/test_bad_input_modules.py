@@ -16,13 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from ansible.errors import AnsibleError
-from ansible.inventory.data import InventoryData
-from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.loader import inventory_loader
 
-from tests.module_harness import ZONE, Api, run_module, serve
+from tests.module_harness import ZONE, Api, parse_source, run_module, serve
 
 BASE = {
     "tpu_node": {
@@ -106,21 +102,6 @@ INVENTORY_CASES = [
     ({"retry_backoff": -1.0}, "retry_backoff is -1.0", "allowed"),
     ({"retry_max_sleep": "abc"}, "Config 'retry_max_sleep'", "for 'float': 'abc'"),
 ]
-
-
-def parse_source(tmp_path: Path, api: Api, **options: Any) -> None:
-    config = {
-        "plugin": "cloudtpu.pod.tpu_vm",
-        "projects": ["proj-a"],
-        "base_url": api.url,
-        "auth_kind": "accesstoken",
-        "access_token": "x",
-    }
-    config.update(options)
-    path = tmp_path / "pod.tpu_vm.yml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    plugin = inventory_loader.get("cloudtpu.pod.tpu_vm")
-    plugin.parse(InventoryData(), DataLoader(), str(path), cache=False)
 
 
 @pytest.mark.parametrize(

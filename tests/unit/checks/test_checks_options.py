@@ -15,11 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from ansible.errors import AnsibleParserError
-from ansible.inventory.data import InventoryData
-from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.loader import inventory_loader
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_inventory_checks import (
     NODE_STATES,
     config_problems,
@@ -27,7 +23,7 @@ from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_inventory_checks 
     states_problem,
 )
 
-from tests.module_harness import ZONE, Api, run_module, serve
+from tests.module_harness import ZONE, Api, parse_source, run_module, serve
 
 MODULE_CASES = [
     ("tpu_node", {"timeout": -5}, "timeout", "a whole number from 1 to 604800"),
@@ -65,6 +61,16 @@ def api() -> Iterator[Api]:
         yield emulator
 
 
+def refusal(api: Api, module: str, bad: dict[str, Any]) -> str:
+    """The message of ``module``'s failure on its BASE arguments with ``bad`` over them, which
+    made no API call."""
+    api.reset_calls()
+    outcome = run_module(module, api.auth(**BASE[module], **bad))
+    assert outcome.failed, outcome.result
+    assert api.calls() == {}, f"API called before the options were checked: {api.calls()}"
+    return outcome.msg
+
+
 @pytest.mark.parametrize(
     ("module", "bad", "option", "allowed"),
     MODULE_CASES,
@@ -73,13 +79,10 @@ def api() -> Iterator[Api]:
 def test_module_refuses_before_any_api_call(
     api: Api, module: str, bad: dict[str, Any], option: str, allowed: str
 ) -> None:
-    api.reset_calls()
-    outcome = run_module(module, api.auth(**BASE[module], **bad))
-    assert outcome.failed, outcome.result
+    msg = refusal(api, module, bad)
     value = json.dumps(bad[option])
-    assert outcome.msg.startswith(f"{option} is {value}: out of range; allowed: "), outcome.msg
-    assert allowed in outcome.msg, outcome.msg
-    assert api.calls() == {}, f"API called before the options were checked: {api.calls()}"
+    assert msg.startswith(f"{option} is {value}: out of range; allowed: "), msg
+    assert allowed in msg, msg
     assert api.node("pod-a") is None, "a node was created with a refused option"
 
 
@@ -163,21 +166,6 @@ def test_config_good() -> None:
 # -- the same through Ansible's inventory loader: the source is refused before any API call ------
 
 
-def parse_source(tmp_path: Path, api: Api, **options: Any) -> None:
-    config = {
-        "plugin": "cloudtpu.pod.tpu_vm",
-        "projects": ["proj-a"],
-        "base_url": api.url,
-        "auth_kind": "accesstoken",
-        "access_token": "x",
-    }
-    config.update(options)
-    path = tmp_path / "pod.tpu_vm.yml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    plugin = inventory_loader.get("cloudtpu.pod.tpu_vm")
-    plugin.parse(InventoryData(), DataLoader(), str(path), cache=False)
-
-
 INVENTORY_CASES = [
     ({"states": ["RUNNING"]}, r'states is \["RUNNING"\]: \["RUNNING"\] not API node states'),
     ({"zone": "us-central2-b"}, r"unknown option zone; allowed: .*projects"),
@@ -216,10 +204,5 @@ NOT_FINITE = [
 def test_module_refuses_nan_and_infinity(
     api: Api, module: str, bad: dict[str, Any], option: str, shown: str
 ) -> None:
-    api.reset_calls()
-    outcome = run_module(module, api.auth(**BASE[module], **bad))
-    assert outcome.failed, outcome.result
-    assert outcome.msg.startswith(f"{option} is {shown}: not a finite number; allowed: "), (
-        outcome.msg
-    )
-    assert api.calls() == {}, f"API called before the options were checked: {api.calls()}"
+    msg = refusal(api, module, bad)
+    assert msg.startswith(f"{option} is {shown}: not a finite number; allowed: "), msg
