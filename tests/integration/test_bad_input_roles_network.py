@@ -88,30 +88,11 @@ NFS = [
     v("export-var-spool", "tpu_nfs_export_path", "/var/spool/shared"),
     v("export-var-mail", "tpu_nfs_export_path", "/var/mail"),
     # the login user's home or inside it (its .ssh) is never shared or mounted over
-    c(
-        "export-login-home",
-        {"tpu_login_user": "tpu", "tpu_nfs_export_path": "/home/tpu"},
-        "tpu_nfs_export_path",
-        "/home/tpu",
-    ),
-    c(
-        "export-ssh",
-        {"tpu_login_user": "tpu", "tpu_nfs_export_path": "/home/tpu/.ssh"},
-        "tpu_nfs_export_path",
-        "/home/tpu/.ssh",
-    ),
-    c(
-        "mount-login-home",
-        {"tpu_login_user": "tpu", "tpu_nfs_mount_point": "/home/tpu"},
-        "tpu_nfs_mount_point",
-        "/home/tpu",
-    ),
-    c(
-        "mount-ssh",
-        {"tpu_login_user": "tpu", "tpu_nfs_mount_point": "/home/tpu/.ssh"},
-        "tpu_nfs_mount_point",
-        "/home/tpu/.ssh",
-    ),
+    *[
+        c(f"{side}-{name}", {"tpu_login_user": "tpu", var: path}, var, path)
+        for side, var in (("export", "tpu_nfs_export_path"), ("mount", "tpu_nfs_mount_point"))
+        for name, path in (("login-home", "/home/tpu"), ("ssh", "/home/tpu/.ssh"))
+    ],
     c(
         "share-dotdot",
         {"tpu_nfs_backend": "ganesha", "tpu_nfs_share_path": "/srv/../etc"},
