@@ -24,9 +24,7 @@ V4_16 = {
 
 
 def node_args(api: Api, **changes: Any) -> dict[str, Any]:
-    args = dict(V4_16)
-    args.update(changes)
-    return api.auth(**args)
+    return api.auth(**{**V4_16, **changes})
 
 
 def create(api: Api, **changes: Any) -> dict[str, Any]:

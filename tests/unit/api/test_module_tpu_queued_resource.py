@@ -22,9 +22,7 @@ REQUEST = {
 
 
 def qr_args(api: Api, **changes: Any) -> dict[str, Any]:
-    args = dict(REQUEST)
-    args.update(changes)
-    return api.auth(**args)
+    return api.auth(**{**REQUEST, **changes})
 
 
 def test_spot_request_becomes_active_with_its_node(api: Api) -> None:
