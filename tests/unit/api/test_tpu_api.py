@@ -124,31 +124,28 @@ def test_transient_errors_are_retried_until_the_attempts_run_out(
     assert len(sleeps.delays) == 2
 
 
+NEW_NODE = {"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base"}
+
+
+def fail_node_creates(server: Any, status: int) -> None:
+    """The emulator answers the next node create with ``status`` (its fault rules)."""
+    rule = {"path": "*/nodes", "method": "POST", "statuses": [status]}
+    admin(server.root_url, "POST", "faults", {"rules": [rule]})
+
+
 def test_create_is_not_repeated_after_a_500(server: Any, sleeps: Recorder) -> None:
-    admin(
-        server.root_url,
-        "POST",
-        "faults",
-        {"rules": [{"path": "*/nodes", "method": "POST", "statuses": [500]}]},
-    )
+    fail_node_creates(server, 500)
     client = client_for(server, sleeps)
-    body = {"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base"}
     with pytest.raises(TpuApiError) as info:
-        client.create_node(PROJECT, "us-central2-b", "new-node", body)
+        client.create_node(PROJECT, "us-central2-b", "new-node", NEW_NODE)
     assert info.value.status == 500
     assert client.request_count == 1
 
 
 def test_create_is_repeated_after_a_503(server: Any, sleeps: Recorder) -> None:
-    admin(
-        server.root_url,
-        "POST",
-        "faults",
-        {"rules": [{"path": "*/nodes", "method": "POST", "statuses": [503]}]},
-    )
+    fail_node_creates(server, 503)
     client = client_for(server, sleeps)
-    body = {"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base"}
-    op = client.create_node(PROJECT, "us-central2-b", "new-node", body)
+    op = client.create_node(PROJECT, "us-central2-b", "new-node", NEW_NODE)
     assert op["metadata"]["verb"] == "create"
     assert client.request_count == 2
 

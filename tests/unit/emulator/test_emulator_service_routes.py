@@ -238,12 +238,15 @@ def until(server: Any, qr_id: str, word: str) -> None:
         time.sleep(0.01)
 
 
+def active_request(server: Any, qr_id: str, node_id: str) -> None:
+    """Queued resource ``qr_id`` for node ``node_id``, requested and waited for until ACTIVE."""
+    url = f"{LOC}/queuedResources?queuedResourceId={qr_id}"
+    wait_done(server, call(server.root_url, "POST", url, queued_body(node_id))[1])
+    until(server, qr_id, "ACTIVE")
+
+
 def test_reset_puts_a_suspended_request_back_in_the_queue(server: Any) -> None:
-    op = call(
-        server.root_url, "POST", f"{LOC}/queuedResources?queuedResourceId=qr", queued_body("qn")
-    )[1]
-    wait_done(server, op)
-    until(server, "qr", "ACTIVE")
+    active_request(server, "qr", "qn")
     status, body = call(server.root_url, "POST", f"{LOC}/queuedResources/qr:reset", {})
     assert status == 400 and body["error"]["status"] == "FAILED_PRECONDITION"
 
@@ -258,11 +261,7 @@ def test_reset_puts_a_suspended_request_back_in_the_queue(server: Any) -> None:
 
 
 def test_reset_a_failed_request_and_a_missing_one(server: Any) -> None:
-    op = call(
-        server.root_url, "POST", f"{LOC}/queuedResources?queuedResourceId=qf", queued_body("fn")
-    )[1]
-    wait_done(server, op)
-    until(server, "qf", "ACTIVE")
+    active_request(server, "qf", "fn")
     admin(server.root_url, "POST", f"projects/{P}/locations/{ZONE}/queuedResources/qf:fail")
     until(server, "qf", "FAILED")
     wait_done(server, call(server.root_url, "POST", f"{LOC}/queuedResources/qf:reset", {})[1])
