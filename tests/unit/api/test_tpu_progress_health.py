@@ -64,11 +64,15 @@ def test_the_health_detail_follows_the_state_in_the_line() -> None:
     assert tpu_wait.health_detail(None) == ""
 
 
-def test_a_node_under_maintenance_is_shown_at_every_poll_until_it_is_healthy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The file the modules write their progress lines to during the test (PROGRESS_ENV)."""
     path = tmp_path / "progress.log"
     monkeypatch.setenv(progress.PROGRESS_ENV, str(path))
+    return path
+
+
+def test_a_node_under_maintenance_is_shown_at_every_poll_until_it_is_healthy(path: Path) -> None:
     with serve(state((ZONE, [NODE]))) as api:
         # the maintenance ends a second into the wait
         timer = threading.Timer(1.0, api.admin, ("POST", SET, {"health": "HEALTHY"}))
@@ -88,21 +92,15 @@ def test_a_node_under_maintenance_is_shown_at_every_poll_until_it_is_healthy(
     assert seen[-1] and seen[-1]["health"] == "HEALTHY", path.read_text()
 
 
-def test_a_maintenance_that_does_not_end_fails_naming_the_state_and_health(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(progress.PROGRESS_ENV, str(tmp_path / "progress.log"))
+@pytest.mark.usefixtures("path")
+def test_a_maintenance_that_does_not_end_fails_naming_the_state_and_health() -> None:
     with serve(state((ZONE, [NODE]))) as api:
         outcome = run_module("tpu_node_info", api.auth(**WAIT, timeout=1))
     assert outcome.failed
     assert "pod-a" in outcome.msg and "READY, health UNHEALTHY_MAINTENANCE" in outcome.msg
 
 
-def test_without_wait_healthy_it_reads_once_and_writes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "progress.log"
-    monkeypatch.setenv(progress.PROGRESS_ENV, str(path))
+def test_without_wait_healthy_it_reads_once_and_writes_nothing(path: Path) -> None:
     with serve(state((ZONE, [NODE]))) as api:
         outcome = run_module("tpu_node_info", api.auth(name="pod-a", zones=[ZONE]))
         assert not outcome.failed, outcome.msg
