@@ -22,6 +22,13 @@ depend on it:
   every run of one server, where each new process draws its own.
 - The process is a fork, not an exec: ``sys.argv[0]`` is ansible-playbook's path as usual, but
   the process tree has the server between the test and the run.
+- From its second run on, a server also holds what runs load after their start: it loads the
+  plugins every run loads (connection, shell, become and callback plugins, the enabled inventory
+  and cache plugins, the linear strategy; their documented options read once), and imports the
+  collection modules (filters, module_utils, actions) that its earlier runs imported, so a run
+  finds them loaded, as in one process that ran several playbooks one after another. Its
+  collection finder is then the server's, configured from the same environment and folder (these
+  tools have no option that changes it). ``CLOUDTPU_FORKED_CLI_WARM=0`` turns this off.
 A test that signals a run passes ``on_start``, which gets the run's process id (ansible-playbook's
 main() in a session of its own, as a new process would be): the signal reaches the same code.
 Tests that look at its processes, signal its process group, or type the README's commands (the
@@ -66,6 +73,10 @@ KEEP = 3
 
 def enabled() -> bool:
     return os.environ.get("CLOUDTPU_FORKED_CLI", "1") != "0"
+
+
+def warming() -> bool:
+    return os.environ.get("CLOUDTPU_FORKED_CLI_WARM", "1") != "0"
 
 
 def run(
@@ -182,7 +193,7 @@ class _Server:
             stdin = f"{base}.in"
             Path(stdin).write_text(text, encoding="utf-8")
         request = {"id": number, "argv": argv, "stdin": stdin}
-        request.update(stdout=f"{base}.out", stderr=f"{base}.err")
+        request.update(stdout=f"{base}.out", stderr=f"{base}.err", modules=f"{base}.modules")
         try:
             with self.lock:
                 assert self.proc.stdin is not None
@@ -233,6 +244,7 @@ def _read(request: dict) -> tuple[str, str]:
         path = Path(request[name])
         texts.append(path.read_text(encoding="utf-8", errors="replace") if path.exists() else "")
         path.unlink(missing_ok=True)
+    Path(request["modules"]).unlink(missing_ok=True)
     if request["stdin"]:
         Path(request["stdin"]).unlink(missing_ok=True)
     return texts[0], texts[1]
@@ -256,12 +268,13 @@ def _serve() -> None:
 
     for name in (*CLIS.values(), *PRELOADED):
         importlib.import_module(name)
+    warm = _Warm() if warming() else None
 
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    runs: dict[int, int] = {}
+    runs: dict[int, dict] = {}
     pending = b""
     ended = False
 
@@ -279,7 +292,10 @@ def _serve() -> None:
                 break
             if pid == 0:
                 break
-            reply({"id": runs.pop(pid), "rc": os.waitstatus_to_exitcode(status)})
+            request = runs.pop(pid)
+            if warm is not None:
+                warm.learn(request["modules"])
+            reply({"id": request["id"], "rc": os.waitstatus_to_exitcode(status)})
         if 0 in ready:
             data = os.read(0, 65536)
             ended = not data
@@ -287,13 +303,67 @@ def _serve() -> None:
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 request = json.loads(line)
+                if warm is not None:
+                    warm.before_run()
                 sys.stdout.flush()
                 sys.stderr.flush()
                 pid = os.fork()
                 if pid == 0:
                     _child(request, (wake_read, wake_write))
-                runs[pid] = request["id"]
+                runs[pid] = request
                 reply({"id": request["id"], "pid": pid})
+
+
+class _Warm:
+    """What a server loads once for the runs it forks, from its second run on (see the
+    module's docstring): the plugins every run loads, and the collection modules its runs
+    imported. A module that fails to import here is left for the runs to import, as they would."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.learned: set[str] = set()
+        self.tried: set[str] = set()
+
+    def learn(self, path: str) -> None:
+        """Takes in the collection modules a run that ended imported (its modules file)."""
+        try:
+            names = Path(path).read_text(encoding="utf-8").split()
+        except OSError:
+            return
+        self.learned.update(name for name in names if name.startswith("ansible_collections."))
+
+    def before_run(self) -> None:
+        import contextlib
+        import importlib
+
+        self.runs += 1
+        if self.runs < 2:
+            return
+        if self.runs == 2:
+            _load_plugins()
+        for name in sorted(self.learned - self.tried):
+            self.tried.add(name)
+            with contextlib.suppress(Exception):  # a run loads it as it would have
+                importlib.import_module(name)
+
+
+def _load_plugins() -> None:
+    """Loads what every run loads once its collection finder is set up: the plugins (and their
+    documented options) of the kinds a playbook run loads whole or by configuration."""
+    from ansible import constants as C
+    from ansible.plugins import loader
+
+    loader.init_plugin_loader()
+    for kind in (
+        loader.connection_loader, loader.shell_loader, loader.become_loader, loader.callback_loader
+    ):  # fmt: skip
+        list(kind.all(class_only=True))
+    for name in C.CALLBACKS_ENABLED or ():
+        loader.callback_loader.get(name, class_only=True)
+    for name in C.INVENTORY_ENABLED:
+        loader.inventory_loader.get(name, class_only=True)
+    loader.cache_loader.get(C.CACHE_PLUGIN, class_only=True)
+    loader.strategy_loader.get("linear", class_only=True)
 
 
 def _child(request: dict, server_fds: tuple[int, int]) -> None:
@@ -303,8 +373,10 @@ def _child(request: dict, server_fds: tuple[int, int]) -> None:
     import random
     import signal
     import traceback
+    import warnings
 
     code = 250
+    before = set(sys.modules)
     try:
         os.setsid()  # a session of its own, as the process subprocess.run would have started
         signal.set_wakeup_fd(-1)
@@ -322,6 +394,8 @@ def _child(request: dict, server_fds: tuple[int, int]) -> None:
         for number, fd in enumerate(streams):
             os.dup2(fd, number)
             os.close(fd)
+        # The server's collection finder (_load_plugins) is this run's: not a second one.
+        warnings.filterwarnings("ignore", "AnsibleCollectionFinder has already been configured")
         sys.argv = list(request["argv"])
         main = importlib.import_module(CLIS[Path(sys.argv[0]).name]).main
         try:
@@ -337,6 +411,8 @@ def _child(request: dict, server_fds: tuple[int, int]) -> None:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
+            loaded = sorted(set(sys.modules) - before)
+            Path(request["modules"]).write_text("\n".join(loaded), encoding="utf-8")
         finally:
             os._exit(code)
 

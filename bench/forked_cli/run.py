@@ -6,7 +6,9 @@ in one run, alternating: each playbook of PLAYBOOKS with a bad value, against tw
 cannot be reached (the refusal comes before any connection), --check and not, and measures the
 CPU seconds of everything started (the server included) and the wall time. A third side starts
 new processes with tools/payload_cache.py turned off (CLOUDTPU_PAYLOAD_CACHE=0): each parses
-ansible-core's routing table (runtime.yml) again, where the others read the kept copy.
+ansible-core's routing table (runtime.yml) again, where the others read the kept copy. A
+fourth side forks from servers that do not load, from their second run on, the plugins every run
+loads and the collection modules their runs imported (CLOUDTPU_FORKED_CLI_WARM=0).
 
     .venv/bin/python bench/forked_cli/run.py [--runs 12] [--repeat 3] [--markdown BENCHMARKS.md]
 """
@@ -46,17 +48,19 @@ def children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-# The sides, in the order each round runs them: (name, forked, payload cache on).
+# The sides, in the order each round runs them: (name, forked, payload cache on, server warms).
 SIDES = (
-    ("new process, no cache", False, False),
-    ("new process", False, True),
-    ("forked", True, True),
+    ("new process, no cache", False, False, False),
+    ("new process", False, True, False),
+    ("forked, not warmed", True, True, False),
+    ("forked", True, True, True),
 )
 
 
-def one_side(forked: bool, cache: bool, runs: int, folder: Path) -> dict[str, float]:
+def one_side(forked: bool, cache: bool, warm: bool, runs: int, folder: Path) -> dict[str, float]:
     os.environ["CLOUDTPU_FORKED_CLI"] = "1" if forked else "0"
     os.environ["CLOUDTPU_PAYLOAD_CACHE"] = "1" if cache else "0"
+    os.environ["CLOUDTPU_FORKED_CLI_WARM"] = "1" if warm else "0"
     hosts = {
         f"w{i}": {"ansible_host": "127.0.0.1", "ansible_port": 9, "tpu_worker_id": i}
         for i in range(2)
@@ -86,11 +90,11 @@ def one_side(forked: bool, cache: bool, runs: int, folder: Path) -> dict[str, fl
 
 
 def measure(runs: int, repeat: int) -> dict:
-    rows: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in SIDES}
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in SIDES}
     for _ in range(repeat):
-        for name, forked, cache in SIDES:
+        for name, forked, cache, warm in SIDES:
             with tempfile.TemporaryDirectory() as folder:
-                rows[name].append(one_side(forked, cache, runs, Path(folder)))
+                rows[name].append(one_side(forked, cache, warm, runs, Path(folder)))
     return {"runs": runs, "repeat": repeat, "playbooks": list(PLAYBOOKS), "rows": rows}
 
 
@@ -117,6 +121,9 @@ def markdown(result: dict) -> str:
     if "new process, no cache" in rows:
         kept = per_run("new process", "cpu") / per_run("new process, no cache", "cpu")
         lines[-1] += f" The kept routing table, new process / no cache: CPU {kept:.2f}x."
+    if "forked, not warmed" in rows:
+        warmed = per_run("forked", "cpu") / per_run("forked, not warmed", "cpu")
+        lines[-1] += f" Servers that load what runs load, forked / not warmed: CPU {warmed:.2f}x."
     return "\n".join(lines)
 
 

@@ -86,6 +86,66 @@ def test_a_forked_run_answers_as_a_new_process(
     assert not list((tmp_path / "tmp").glob("*"))
 
 
+def test_a_server_that_loaded_what_its_runs_load_answers_as_a_new_process(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """From its second run on, a server has loaded the plugins and its runs' collection modules
+    (a filter of this collection, here): its later runs answer as new processes do."""
+    play = tmp_path / "names.yml"
+    say = "{{ names | cloudtpu.pod.name_list }}"
+    play.write_text(json.dumps([{**LOCAL, "tasks": [{"ansible.builtin.debug": {"msg": say}}]}]))
+    env = ansible_env(ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+    env.update(
+        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_CALLBACKS_ENABLED="ansible.posix.json"
+    )
+    runs = []
+    for names in ("a, b", "c", "d,e,,f"):
+        cmd = [str(forked_cli.PLAYBOOK), "-i", "localhost,", str(play), "-e", f"names='{names}'"]
+        runs.append(both(monkeypatch, cmd, cwd=tmp_path, env=env, timeout=120))
+    forked_cli.close_all()
+    for (fresh, forked), want in zip(runs, (["a", "b"], ["c"], ["d", "e", "f"]), strict=True):
+        assert fresh.returncode == forked.returncode == 0, forked.stderr
+        assert results(forked.stdout) == results(fresh.stdout)
+        assert results(forked.stdout)[0][1]["msg"] == want
+        assert forked.stderr == fresh.stderr
+
+
+def test_a_server_loads_the_plugins_and_what_its_runs_imported(tmp_path: Path) -> None:
+    """_Warm, in a process of its own as in a server: nothing before the second run; then the
+    plugins every run loads, with their documented options, and the modules a run named."""
+    names = tmp_path / "run1.modules"
+    module = "ansible_collections.cloudtpu.pod.plugins.filter.name_list"
+    names.write_text(f"json\n{module}\nansible_collections.cloudtpu.pod.plugins.filter.nothing\n")
+    script = f"""
+import json, sys
+from tests import forked_cli
+from ansible import constants as C
+def state():
+    return [{module!r} in sys.modules, C.config.has_configuration_definition("connection", "ssh"),
+            C.config.has_configuration_definition("callback", "default")]
+warm = forked_cli._Warm()
+warm.learn({str(names)!r})
+warm.learn({str(tmp_path / "missing")!r})
+warm.before_run()
+first = state()
+warm.before_run()
+print(json.dumps({{"first": first, "second": state(), "learned": sorted(warm.learned)}}))
+"""
+    env = ansible_env()
+    env["PYTHONPATH"] = str(Path(forked_cli.__file__).parents[1])
+    done = subprocess.run(
+        [forked_cli._interpreter(), "-c", script], cwd=tmp_path, env=env,
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    nothing = "ansible_collections.cloudtpu.pod.plugins.filter.nothing"
+    assert json.loads(done.stdout) == {
+        "first": [False, False, False],
+        "second": [True, True, True],
+        "learned": [module, nothing],  # only collection modules; one that fails is skipped
+    }
+
+
 def test_each_environment_has_a_server_of_its_own(play: Path, tmp_path: Path) -> None:
     cmd = [str(forked_cli.PLAYBOOK), "-i", "localhost,", str(play), "-e", "fail=false"]
     said = []
