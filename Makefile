@@ -169,7 +169,7 @@ test-next: test-next-lint test-next-sanity test-next-pytest ## lint, sanity, uni
 
 next-venv: ## .venv-next when a Python 3.12 or newer is there (else says it is skipped)
 	@if $(NEXT_MISSING); then $(NEXT_SKIPPED); else \
-	  $(MAKE) --no-print-directory setup-next && $(NEXT_BIN)/ansible --version | head -n 1; fi
+	  $(MAKE) --no-print-directory setup-next && $(NEXT_BIN)/ansible --version | sed -n 1p; fi
 
 test-next-lint: next-venv ## ansible-lint on the newest ansible
 	@if $(NEXT_MISSING); then $(NEXT_SKIPPED); else PATH=$(NEXT_BIN):$$PATH ansible-lint; fi

@@ -22,12 +22,14 @@ depend on it:
   every run of one server, where each new process draws its own.
 - The process is a fork, not an exec: ``sys.argv[0]`` is ansible-playbook's path as usual, but
   the process tree has the server between the test and the run.
-- From its second run on, a server also holds what runs load after their start: it loads the
-  plugins every run loads (connection, shell, become and callback plugins, the enabled inventory
-  and cache plugins, the linear strategy; their documented options read once), and imports the
-  collection modules (filters, module_utils, actions) that its earlier runs imported, so a run
-  finds them loaded, as in one process that ran several playbooks one after another. Its
-  collection finder is then the server's, configured from the same environment and folder (these
+- From its second run on, a server also holds what its runs load after their start
+  (tests/forked_cli_server.py): the plugins every run loads (connection, shell, become and
+  callback plugins, the enabled inventory and cache plugins, the linear strategy, their
+  documented options read once), the collection modules (filters, module_utils, actions) its
+  earlier runs imported, and the files more than one of them parsed (playbooks, task and vars
+  files). A run finds these loaded, as in one process that ran several playbooks one after
+  another; a kept file is used only while its bytes are those parsed, once per run. The
+  collection finder is the server's, configured from the same environment and folder (these
   tools have no option that changes it). ``CLOUDTPU_FORKED_CLI_WARM=0`` turns this off.
 A test that signals a run passes ``on_start``, which gets the run's process id (ansible-playbook's
 main() in a session of its own, as a new process would be): the signal reaches the same code.
@@ -49,20 +51,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.forked_cli_server import CLIS
+
 BIN = Path(sys.executable).parent
 PLAYBOOK = BIN / "ansible-playbook"
-# Modules every playbook run imports after its start, imported by the server once.
-PRELOADED = (
-    "ansible.executor.playbook_executor",
-    "ansible.executor.task_executor",
-    "ansible.plugins.strategy.linear",
-)
-# The command-line tools a server runs, by the module of their main().
-CLIS = {
-    "ansible-playbook": "ansible.cli.playbook",
-    "ansible": "ansible.cli.adhoc",
-    "ansible-inventory": "ansible.cli.inventory",
-}
+SERVER = Path(__file__).with_name("forked_cli_server.py")
 # Servers kept, the most recently used last: a file whose tests each give another environment
 # (a temporary folder of their own, say) keeps only the newest few, not one per test.
 _SERVERS: OrderedDict[tuple, _Server] = OrderedDict()
@@ -73,10 +66,6 @@ KEEP = 3
 
 def enabled() -> bool:
     return os.environ.get("CLOUDTPU_FORKED_CLI", "1") != "0"
-
-
-def warming() -> bool:
-    return os.environ.get("CLOUDTPU_FORKED_CLI_WARM", "1") != "0"
 
 
 def run(
@@ -150,7 +139,7 @@ class _Server:
         self.log = Path(self.files.name) / "server.log"
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
-                [_interpreter(), __file__], cwd=folder, env=env,
+                [_interpreter(), str(SERVER)], cwd=folder, env=env,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
             )  # fmt: skip
         self.lock = threading.Lock()
@@ -193,7 +182,7 @@ class _Server:
             stdin = f"{base}.in"
             Path(stdin).write_text(text, encoding="utf-8")
         request = {"id": number, "argv": argv, "stdin": stdin}
-        request.update(stdout=f"{base}.out", stderr=f"{base}.err", modules=f"{base}.modules")
+        request.update(stdout=f"{base}.out", stderr=f"{base}.err", report=f"{base}.report")
         try:
             with self.lock:
                 assert self.proc.stdin is not None
@@ -244,178 +233,7 @@ def _read(request: dict) -> tuple[str, str]:
         path = Path(request[name])
         texts.append(path.read_text(encoding="utf-8", errors="replace") if path.exists() else "")
         path.unlink(missing_ok=True)
-    Path(request["modules"]).unlink(missing_ok=True)
+    Path(request["report"]).unlink(missing_ok=True)
     if request["stdin"]:
         Path(request["stdin"]).unlink(missing_ok=True)
     return texts[0], texts[1]
-
-
-# -- the server (run as a script by _Server, in the run's folder and environment) -------------
-
-
-def _serve() -> None:
-    """Start as ansible-playbook does, then fork a run per request line; reply with each run's
-    process id when it starts and its exit code when it ends; stop at the end of the requests
-    once every run has ended."""
-    import select
-    import signal
-
-    # As in ansible-playbook: its own folder first on the path, not this one.
-    sys.path[0] = str(BIN)
-    # The start every run makes (what ansible-playbook imports before it parses its arguments:
-    # this reads Ansible's configuration from the environment and the folder).
-    import importlib
-
-    for name in (*CLIS.values(), *PRELOADED):
-        importlib.import_module(name)
-    warm = _Warm() if warming() else None
-
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_write, False)
-    signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    runs: dict[int, dict] = {}
-    pending = b""
-    ended = False
-
-    def reply(message: dict) -> None:
-        os.write(1, json.dumps(message).encode() + b"\n")
-
-    while runs or not ended:
-        ready = select.select([wake_read] if ended else [0, wake_read], [], [])[0]
-        if wake_read in ready:
-            os.read(wake_read, 4096)
-        while runs:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            request = runs.pop(pid)
-            if warm is not None:
-                warm.learn(request["modules"])
-            reply({"id": request["id"], "rc": os.waitstatus_to_exitcode(status)})
-        if 0 in ready:
-            data = os.read(0, 65536)
-            ended = not data
-            pending += data
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                request = json.loads(line)
-                if warm is not None:
-                    warm.before_run()
-                sys.stdout.flush()
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    _child(request, (wake_read, wake_write))
-                runs[pid] = request
-                reply({"id": request["id"], "pid": pid})
-
-
-class _Warm:
-    """What a server loads once for the runs it forks, from its second run on (see the
-    module's docstring): the plugins every run loads, and the collection modules its runs
-    imported. A module that fails to import here is left for the runs to import, as they would."""
-
-    def __init__(self) -> None:
-        self.runs = 0
-        self.learned: set[str] = set()
-        self.tried: set[str] = set()
-
-    def learn(self, path: str) -> None:
-        """Takes in the collection modules a run that ended imported (its modules file)."""
-        try:
-            names = Path(path).read_text(encoding="utf-8").split()
-        except OSError:
-            return
-        self.learned.update(name for name in names if name.startswith("ansible_collections."))
-
-    def before_run(self) -> None:
-        import contextlib
-        import importlib
-
-        self.runs += 1
-        if self.runs < 2:
-            return
-        if self.runs == 2:
-            _load_plugins()
-        for name in sorted(self.learned - self.tried):
-            self.tried.add(name)
-            with contextlib.suppress(Exception):  # a run loads it as it would have
-                importlib.import_module(name)
-
-
-def _load_plugins() -> None:
-    """Loads what every run loads once its collection finder is set up: the plugins (and their
-    documented options) of the kinds a playbook run loads whole or by configuration."""
-    from ansible import constants as C
-    from ansible.plugins import loader
-
-    loader.init_plugin_loader()
-    for kind in (
-        loader.connection_loader, loader.shell_loader, loader.become_loader, loader.callback_loader
-    ):  # fmt: skip
-        list(kind.all(class_only=True))
-    for name in C.CALLBACKS_ENABLED or ():
-        loader.callback_loader.get(name, class_only=True)
-    for name in C.INVENTORY_ENABLED:
-        loader.inventory_loader.get(name, class_only=True)
-    loader.cache_loader.get(C.CACHE_PLUGIN, class_only=True)
-    loader.strategy_loader.get("linear", class_only=True)
-
-
-def _child(request: dict, server_fds: tuple[int, int]) -> None:
-    """One run: the tool's main() with the request's arguments and standard streams."""
-    import atexit
-    import importlib
-    import random
-    import signal
-    import traceback
-    import warnings
-
-    code = 250
-    before = set(sys.modules)
-    try:
-        os.setsid()  # a session of its own, as the process subprocess.run would have started
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for fd in server_fds:
-            os.close(fd)
-        # The server's exit handlers (removing its temporary folder) are not this run's.
-        atexit._clear()
-        random.seed()
-        streams = (
-            os.open(request["stdin"] or os.devnull, os.O_RDONLY),
-            os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
-            os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
-        )
-        for number, fd in enumerate(streams):
-            os.dup2(fd, number)
-            os.close(fd)
-        # The server's collection finder (_load_plugins) is this run's: not a second one.
-        warnings.filterwarnings("ignore", "AnsibleCollectionFinder has already been configured")
-        sys.argv = list(request["argv"])
-        main = importlib.import_module(CLIS[Path(sys.argv[0]).name]).main
-        try:
-            main(sys.argv)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        atexit._run_exitfuncs()
-    except BaseException:
-        traceback.print_exc()  # whatever it is, the run's stderr says it
-        raise
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            loaded = sorted(set(sys.modules) - before)
-            Path(request["modules"]).write_text("\n".join(loaded), encoding="utf-8")
-        finally:
-            os._exit(code)
-
-
-if __name__ == "__main__":
-    _serve()

@@ -110,26 +110,52 @@ def test_a_server_that_loaded_what_its_runs_load_answers_as_a_new_process(
         assert forked.stderr == fresh.stderr
 
 
-def test_a_server_loads_the_plugins_and_what_its_runs_imported(tmp_path: Path) -> None:
+def test_a_server_loads_the_plugins_and_what_its_runs_loaded(tmp_path: Path) -> None:
     """_Warm, in a process of its own as in a server: nothing before the second run; then the
-    plugins every run loads, with their documented options, and the modules a run named."""
-    names = tmp_path / "run1.modules"
+    plugins every run loads, with their documented options, the collection modules a run
+    imported, and a file two runs parsed (not one only one run parsed). A kept file is given to
+    a run's first loader only, and only while its bytes are unchanged."""
     module = "ansible_collections.cloudtpu.pod.plugins.filter.name_list"
-    names.write_text(f"json\n{module}\nansible_collections.cloudtpu.pod.plugins.filter.nothing\n")
+    nothing = "ansible_collections.cloudtpu.pod.plugins.filter.nothing"
+    both, once = tmp_path / "both.yml", tmp_path / "once.yml"
+    both.write_text("a: 1\n")
+    once.write_text("b: 2\n")
+    for run, files in (("run1", [both, once]), ("run2", [both])):
+        report = {
+            "modules": ["json", module, nothing],
+            "files": [[str(f), False, True] for f in files],
+        }
+        (tmp_path / f"{run}.report").write_text(json.dumps(report))
     script = f"""
 import json, sys
-from tests import forked_cli
+from pathlib import Path
+from tests import forked_cli_server as server
 from ansible import constants as C
+from ansible.parsing.dataloader import DataLoader
 def state():
     return [{module!r} in sys.modules, C.config.has_configuration_definition("connection", "ssh"),
-            C.config.has_configuration_definition("callback", "default")]
-warm = forked_cli._Warm()
-warm.learn({str(names)!r})
-warm.learn({str(tmp_path / "missing")!r})
+            C.config.has_configuration_definition("callback", "default"),
+            sorted(key[0].rsplit("/", 1)[1] for key in server._PARSED)]
+warm = server._Warm()
+warm.learn({str(tmp_path / "run1.report")!r})
 warm.before_run()
 first = state()
+warm.learn({str(tmp_path / "run2.report")!r})
+warm.learn({str(tmp_path / "missing")!r})
 warm.before_run()
-print(json.dumps({{"first": first, "second": state(), "learned": sorted(warm.learned)}}))
+second = state()
+[kept] = server._PARSED.values()
+server._SERVING[0] = False  # as in a run
+def load(name):
+    return DataLoader().load_from_file(name, unsafe=True, trusted_as_template=True)
+taken, again, plain = load({str(both)!r}), load({str(both)!r}), DataLoader().load_from_file(
+    {str(both)!r}, unsafe=True)
+Path({str(both)!r}).write_text("a: 3\\n")
+server._TAKEN.clear()  # as in a new run: nothing taken yet
+print(json.dumps({{"first": first, "second": second, "modules": sorted(warm.modules),
+    "taken": [taken is kept, again is kept, again == kept, plain is kept],
+    "changed": load({str(both)!r}),
+    "loaded": sorted([key[0].rsplit("/", 1)[1], key[2]] for key in server._LOADED)}}))
 """
     env = ansible_env()
     env["PYTHONPATH"] = str(Path(forked_cli.__file__).parents[1])
@@ -138,11 +164,14 @@ print(json.dumps({{"first": first, "second": state(), "learned": sorted(warm.lea
         capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    nothing = "ansible_collections.cloudtpu.pod.plugins.filter.nothing"
     assert json.loads(done.stdout) == {
-        "first": [False, False, False],
-        "second": [True, True, True],
-        "learned": [module, nothing],  # only collection modules; one that fails is skipped
+        "first": [False, False, False, []],
+        "second": [True, True, True, ["both.yml"]],
+        "modules": [module, nothing],  # only collection modules; one that fails is skipped
+        # the first load takes it; another, or one not trusted as a template, parses anew
+        "taken": [True, False, True, False],
+        "changed": {"a": 3},
+        "loaded": [["both.yml", False], ["both.yml", True]],  # (the file, trusted) for its report
     }
 
 
