@@ -52,7 +52,7 @@ def test_the_playbook_imports_the_shared_steps(name: str) -> None:
     imports = _imports(PLAYBOOKS / name)
     assert len(imports) == 1, f"{name} does not import shared/new_workers.yml once"
     given = set(imports[0].get("vars", {}))
-    # _tpu_new_workers_user is optional (else Ansible's own remote user)
+    # _tpu_new_workers_user is optional (else the user Ansible connects as)
     missing = _variables() - given - {"_tpu_new_workers_user"}
     assert not missing, f"{name} does not pass {sorted(missing)}"
 
