@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.bad_input import RoleRuns
+from tests.integration.lifecycle_support import EmulatorCli, ansible_env, plain
 from tools.tpu_emulator.testing import REPO, TOKEN, EmulatorProcess, admin
 
 # The toolchain that runs the tests: .venv, or .venv-next under `make test-next`.
@@ -54,17 +55,6 @@ class InventoryRun:
 
     def hostvars(self, host: str) -> dict[str, Any]:
         return self.data["_meta"]["hostvars"][host]
-
-
-def plain(value: Any) -> Any:
-    """--list JSON with the {"__ansible_unsafe": ...} markers removed."""
-    if isinstance(value, dict):
-        if set(value) == {"__ansible_unsafe"}:
-            return value["__ansible_unsafe"]
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
 
 
 def ansible_inventory(source: Path, *args: str, **env_extra: str) -> InventoryRun:
@@ -142,3 +132,24 @@ def refusals(request: pytest.FixtureRequest) -> RoleRuns:
     """The refusals of the test module's TABLE of bad role inputs, role by role as the tests ask
     (tests/bad_input.py; the roles in its FACTS gather facts first)."""
     return RoleRuns(request.module.TABLE, getattr(request.module, "FACTS", ()))
+
+
+@pytest.fixture(scope="module")
+def emulator(request: pytest.FixtureRequest) -> Iterator[EmulatorCli]:
+    """The emulator CLI on its in-memory backend, one for the test module; each operation takes
+    the module's EMULATOR_DELAY seconds (0.1 when it sets none). A module that needs the Docker
+    backend defines an emulator fixture of its own."""
+    cli = EmulatorCli(backend="memory", delay=getattr(request.module, "EMULATOR_DELAY", 0.1))
+    cli.start()
+    try:
+        yield cli
+    finally:
+        cli.stop()
+
+
+@pytest.fixture
+def env(emulator: EmulatorCli, tmp_path: Path) -> dict[str, str]:
+    """ansible-* runs' environment against the module's emulator, put back to its initial state
+    first (POST reset), with a temporary folder of the test's own."""
+    emulator.admin("POST", "reset")
+    return ansible_env(emulator.api_url, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))

@@ -21,7 +21,6 @@ whole playbook at the end.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from tests.integration.lifecycle_support import (
 )
 from tests.role_runner import BIN, REPO
 
+EMULATOR_DELAY = 0.05  # seconds each operation of the emulator takes (conftest.py)
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJk5dGVzdGtleQ bad-input"
 GOOD = {
     "provision.yml": {
@@ -249,15 +249,6 @@ WHOLE = [
     ("recover.yml", {"tpu_recover_timeout": "-5"}),
     ("firewall.yml", {"tpu_firewall_source_ranges": ["0.0.0.0/1", "128.0.0.0/1"]}),
 ]
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorCli]:
-    cli = EmulatorCli(backend="memory", delay=0.05).start()
-    try:
-        yield cli
-    finally:
-        cli.stop()
 
 
 def test_whole_playbooks_stop_before_any_node_changes(emulator: EmulatorCli, tmp_path: Path):

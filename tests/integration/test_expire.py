@@ -6,10 +6,7 @@ nodes past their lifetime, and a run after that finds nothing to delete and chan
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.integration.lifecycle_support import (
     PROJECT,
@@ -21,16 +18,8 @@ from tests.integration.lifecycle_support import (
 )
 from tests.integration.test_lifecycle_playbooks import with_base
 
+EMULATOR_DELAY = 0.05  # seconds each operation of the emulator takes (conftest.py)
 WHERE = {"tpu_expire_projects": PROJECT, "tpu_expire_zones": ZONE}
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorCli]:
-    cli = EmulatorCli(backend="memory", delay=0.05).start()
-    try:
-        yield cli
-    finally:
-        cli.stop()
 
 
 def test_expire_deletes_the_nodes_past_their_lifetime_and_no_other(

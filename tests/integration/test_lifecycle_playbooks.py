@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,6 @@ from tests.integration.lifecycle_support import (
     PROJECT,
     ZONE,
     EmulatorCli,
-    ansible_env,
     extra_vars,
     inventory,
     playbook,
@@ -44,21 +42,6 @@ BASE = {
     "tpu_recover_bootstrap": False,
     "tpu_recover_ssh_config": False,
 }
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorCli]:
-    cli = EmulatorCli(backend="memory", delay=0.1).start()
-    try:
-        yield cli
-    finally:
-        cli.stop()
-
-
-@pytest.fixture
-def env(emulator: EmulatorCli, tmp_path: Path) -> dict[str, str]:
-    emulator.admin("POST", "reset")
-    return ansible_env(emulator.api_url, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
 
 
 def with_base(**values: Any) -> list[str]:

@@ -13,7 +13,6 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +29,10 @@ from tests.integration.lifecycle_support import (
     extra_vars,
 )
 
-DELAY = 4.0  # seconds each operation of the emulator takes
+EMULATOR_DELAY = 4.0  # seconds each operation of the emulator takes (conftest.py)
 POLL = 0.5  # provision's poll interval
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJk5dGVzdGtleXRlc3RrZXl0ZXN0a2V5dGVzdGtleQ progress"
 LINE = re.compile(r"^(?P<name>[\w.-]+): (?P<state>[\w -]+) \((?P<seconds>\d+) s\)$")
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorCli]:
-    cli = EmulatorCli(backend="memory", delay=DELAY).start()
-    try:
-        yield cli
-    finally:
-        cli.stop()
 
 
 @pytest.fixture
@@ -118,19 +108,20 @@ def test_provision_of_a_slow_node_prints_its_state_at_every_poll_as_it_waits(
     lines = timed_run([*playbook, "playbooks/provision.yml", *provision_vars()], env)
     seen = progress(lines, "slow")
     creating = [line for line in seen if line[1] == "CREATING"]
-    # DELAY seconds of CREATING, a read every POLL seconds: a line for (nearly) every poll
-    assert len(creating) >= DELAY / POLL * 0.6, seen
+    # EMULATOR_DELAY seconds of CREATING, a read every POLL seconds: a line for (nearly) every poll
+    assert len(creating) >= EMULATOR_DELAY / POLL * 0.6, seen
     assert seen[-1][1] == "READY", seen
     # never more than about a poll interval between two lines, as they arrive on the terminal
     gaps = [b[0] - a[0] for a, b in itertools.pairwise(seen)]
     assert max(gaps) < POLL + 1.5, gaps
     # they arrive while the task runs, not with its result
     done = arrival(lines, "changed: [localhost]")
-    assert creating[0][0] < done - DELAY / 2, (creating, done)
+    assert creating[0][0] < done - EMULATOR_DELAY / 2, (creating, done)
 
     lines = timed_run([*playbook, "playbooks/teardown.yml", *provision_vars()], env)
     seen = progress(lines, "slow")
-    assert len([line for line in seen if line[1] == "DELETING"]) >= DELAY / POLL * 0.6, seen
+    deleting = [line for line in seen if line[1] == "DELETING"]
+    assert len(deleting) >= EMULATOR_DELAY / POLL * 0.6, seen
     assert seen[-1][1] == "gone", seen
 
 
@@ -145,7 +136,7 @@ def test_a_queued_request_prints_its_state_at_every_poll_as_it_waits(
     }
     lines = timed_run([*playbook, "playbooks/provision.yml", *provision_vars(**spot)], env)
     seen = progress(lines, "slowq")
-    assert len(seen) >= DELAY / POLL * 0.6, seen
+    assert len(seen) >= EMULATOR_DELAY / POLL * 0.6, seen
     assert seen[-1][1] == "ACTIVE", seen
     gaps = [b[0] - a[0] for a, b in itertools.pairwise(seen)]
     assert max(gaps) < POLL + 1.5, gaps

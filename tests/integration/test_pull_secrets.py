@@ -19,7 +19,6 @@ import os
 import stat
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,17 +34,9 @@ from tests.integration.lifecycle_support import (
 )
 from tests.integration.test_lifecycle_playbooks import with_base
 
+EMULATOR_DELAY = 0.05  # seconds each operation of the emulator takes (conftest.py)
 NODE = "pod-secret"
 LOCATION = f"projects/{PROJECT}/locations/{ZONE}"
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorCli]:
-    cli = EmulatorCli(backend="memory", delay=0.05).start()
-    try:
-        yield cli
-    finally:
-        cli.stop()
 
 
 def leaks(canary: str, roots: list[Path], since: float) -> list[str]:

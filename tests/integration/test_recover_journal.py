@@ -13,7 +13,6 @@ import signal
 import stat
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,7 @@ from tests.integration.lifecycle_support import (
 )
 from tests.integration.test_lifecycle_playbooks import with_base
 
+EMULATOR_DELAY = 0.05  # seconds each operation of the emulator takes (conftest.py)
 LOCATION = f"projects/{PROJECT}/locations/{ZONE}"
 VALUES = {
     "tpu_provision_name": "pod-a",
@@ -38,15 +38,6 @@ VALUES = {
     "tpu_provision_metadata": {"startup-script": "echo hi"},
 }
 SPEC_KEYS = ("acceleratorType", "runtimeVersion", "labels", "metadata", "schedulingConfig")
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorCli]:
-    cli = EmulatorCli(backend="memory", delay=0.05).start()
-    try:
-        yield cli
-    finally:
-        cli.stop()
 
 
 @pytest.fixture

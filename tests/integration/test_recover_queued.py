@@ -6,30 +6,11 @@ test_lifecycle_playbooks.py."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from tests.integration.lifecycle_support import PROJECT, ZONE, EmulatorCli, ansible_env, playbook
+from tests.integration.lifecycle_support import PROJECT, ZONE, EmulatorCli, playbook
 from tests.integration.test_lifecycle_playbooks import with_base
 
 LOCATION = f"projects/{PROJECT}/locations/{ZONE}"
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorCli]:
-    cli = EmulatorCli(backend="memory", delay=0.1).start()
-    try:
-        yield cli
-    finally:
-        cli.stop()
-
-
-@pytest.fixture
-def env(emulator: EmulatorCli, tmp_path: Path) -> dict[str, str]:
-    emulator.admin("POST", "reset")
-    return ansible_env(emulator.api_url, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
 
 
 def node_reads(emulator: EmulatorCli) -> int:

@@ -6,7 +6,6 @@ CLOUDTPU_PROJECT is set. Workers are never reached: every case has no inventory 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from tests.integration.lifecycle_support import (
     TOKEN,
     ZONE,
     EmulatorCli,
-    ansible_env,
     extra_vars,
     playbook,
     run,
@@ -40,22 +38,13 @@ POD = {
 
 
 @pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorCli]:
-    cli = EmulatorCli(backend="memory", delay=0.1).start()
-    try:
-        # Only the demo inventory's token is accepted from here on (the initial state too).
-        state = cli.admin("GET", "state")
-        state["settings"]["tokens"] = [TOKEN]
-        cli.admin("POST", "state", state)
-        yield cli
-    finally:
-        cli.stop()
-
-
-@pytest.fixture
-def env(emulator: EmulatorCli, tmp_path: Path) -> dict[str, str]:
-    emulator.admin("POST", "reset")
-    return ansible_env(emulator.api_url, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+def emulator(emulator: EmulatorCli) -> EmulatorCli:
+    """conftest.py's emulator, which from here on accepts only the demo inventory's token (the
+    initial state too)."""
+    state = emulator.admin("GET", "state")
+    state["settings"]["tokens"] = [TOKEN]
+    emulator.admin("POST", "state", state)
+    return emulator
 
 
 def test_a_refused_token_is_shown_and_fails_the_play(

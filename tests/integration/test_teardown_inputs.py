@@ -6,16 +6,12 @@ Against the emulator's in-memory backend; a refused run must not have called the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tests.integration.lifecycle_support import (
     PROJECT,
     ZONE,
     EmulatorCli,
-    ansible_env,
     extra_vars,
     playbook,
 )
@@ -33,21 +29,6 @@ BASE = {
     "tpu_provision_poll_interval": 0.1,
     "tpu_teardown_poll_interval": 0.1,
 }
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[EmulatorCli]:
-    cli = EmulatorCli(backend="memory", delay=0.1).start()
-    try:
-        yield cli
-    finally:
-        cli.stop()
-
-
-@pytest.fixture
-def env(emulator: EmulatorCli, tmp_path: Path) -> dict[str, str]:
-    emulator.admin("POST", "reset")
-    return ansible_env(emulator.api_url, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
 
 
 @pytest.mark.parametrize(
