@@ -36,14 +36,17 @@ def _system_python() -> str:
 GOOD = {"tpu_python_version": _system_python(), "tpu_login_user": "root"}
 
 
+def python_role(**values: str) -> tuple[int, str]:
+    """The python role's run (tests/role_runner.py) on GOOD with a venv path that does not exist
+    and ``values`` over them: its return code, its stdout and stderr."""
+    variables = {**GOOD, "tpu_venv_path": "/opt/cloudtpu-check-nonexistent/venv", **values}
+    result = run_role("python", variables, hostvars=LOCAL_PYTHON)
+    return result.returncode, result.stdout + result.stderr
+
+
 def test_good_input_passes_in_check_mode():
     """The same run without a bad value gets through preflight (the table's refusals are real)."""
-    result = run_role(
-        "python",
-        {**GOOD, "tpu_venv_path": "/opt/cloudtpu-check-nonexistent/venv"},
-        hostvars=LOCAL_PYTHON,
-    )
-    out = result.stdout + result.stderr
+    _, out = python_role()
     assert "Check that the wanted Python has a source here" in out, out[-3000:]
     assert "cloudtpu.pod.python : Create the venv with" in out, out[-3000:]
 
@@ -77,17 +80,8 @@ def test_a_folder_that_is_not_the_roles_tool_venv_is_refused_untouched(
     if kind == "link":
         uv_dir.symlink_to(data)
     before = _tree(scratch)
-    result = run_role(
-        "python",
-        {
-            **GOOD,
-            "tpu_venv_path": "/opt/cloudtpu-check-nonexistent/venv",
-            "tpu_python_uv_dir": str(uv_dir),
-        },
-        hostvars=LOCAL_PYTHON,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode != 0, out[-3000:]
+    returncode, out = python_role(tpu_python_uv_dir=str(uv_dir))
+    assert returncode != 0, out[-3000:]
     reason = (
         "it holds other things than a tool venv made by this role (notes.txt)"
         if kind == "other-files"
@@ -106,16 +100,7 @@ def test_an_empty_folder_is_where_check_mode_would_create_the_tool_venv(scratch:
     nothing."""
     uv_dir = scratch / "uv"
     uv_dir.mkdir(mode=0o755)
-    result = run_role(
-        "python",
-        {
-            **GOOD,
-            "tpu_venv_path": "/opt/cloudtpu-check-nonexistent/venv",
-            "tpu_python_uv_dir": str(uv_dir),
-        },
-        hostvars=LOCAL_PYTHON,
-    )
-    out = result.stdout + result.stderr
+    _, out = python_role(tpu_python_uv_dir=str(uv_dir))
     task = f"TASK [cloudtpu.pod.python : Create or rebuild the tool venv for uv {uv_dir}]"
     # the header, the timing line of profile_tasks, then the result
     assert re.search(re.escape(task) + r" \*+\n(.*\n)?changed: \[localhost\]", out), out[-3000:]
