@@ -13,6 +13,17 @@ from tests import forked_cli, role_runner
 LOCAL_PYTHON = {"ansible_python_interpreter": "{{ ansible_playbook_python }}"}
 
 
+def system_python() -> str:
+    """major.minor of the control machine's own python3, which its distribution ships."""
+    out = subprocess.run(
+        ["/usr/bin/python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
 def playbook_env(**extra: str) -> dict[str, str]:
     """The environment of ansible-* commands run from the repository (role_runner's)."""
     return role_runner.ansible_env(**extra)

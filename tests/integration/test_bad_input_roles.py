@@ -13,8 +13,6 @@ tested here.
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from tests.bad_input import (
@@ -27,18 +25,7 @@ from tests.bad_input import (
     table_cases,
     v,
 )
-
-
-def _system_python() -> str:
-    """major.minor of the control machine's python3, which its distribution ships."""
-    out = subprocess.run(
-        ["/usr/bin/python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.strip()
-
+from tests.integration.playbook_helpers import system_python
 
 BASE = [
     v("login-user-space", "tpu_login_user", "Bad User"),
@@ -69,7 +56,7 @@ BASE = [
     v("nofile-word", "tpu_base_nofile", "unlimited"),
 ]
 
-PYTHON_GOOD = {"tpu_python_version": _system_python(), "tpu_login_user": "root"}
+PYTHON_GOOD = {"tpu_python_version": system_python(), "tpu_login_user": "root"}
 PYTHON = [
     v("version-letter-o", "tpu_python_version", "3.1O"),
     v("version-float", "tpu_python_version", 3.1),

@@ -10,30 +10,17 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.playbook_helpers import LOCAL_PYTHON
+from tests.integration.playbook_helpers import LOCAL_PYTHON, system_python
 from tests.role_runner import run_role
 
-
-def _system_python() -> str:
-    """major.minor of the control machine's own python3, which its distribution ships."""
-    out = subprocess.run(
-        ["/usr/bin/python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.strip()
-
-
 # A version this control machine ships, so that only the bad variable can fail.
-GOOD = {"tpu_python_version": _system_python(), "tpu_login_user": "root"}
+GOOD = {"tpu_python_version": system_python(), "tpu_login_user": "root"}
 
 
 def python_role(**values: str) -> tuple[int, str]:
