@@ -155,7 +155,7 @@ def test_job_wait_prints_a_line_per_poll_while_the_job_runs(
   gather_facts: false
   tasks:
     - name: Start a job
-      ansible.builtin.command: sleep 4
+      ansible.builtin.command: sleep 8
       async: 60
       poll: 0
       register: job
@@ -176,8 +176,10 @@ def test_job_wait_prints_a_line_per_poll_while_the_job_runs(
     lines = timed_run([str(BIN / "ansible-playbook"), str(play)], env)
     seen = progress(lines, "localhost")
     assert len(seen) >= 2 and {state for _, state, _ in seen} == {"sleep running"}, lines
+    # A poll is a second's wait plus a run of async_status on this machine, which takes up to
+    # two seconds more on a busy one (the job runs 8 s so that a slow start still leaves polls).
     gaps = [b[0] - a[0] for a, b in itertools.pairwise(seen)]
-    assert max(gaps) < 2.5, gaps
+    assert max(gaps) < 1 + 3, gaps
 
 
 def test_ssh_wait_prints_a_line_per_poll_while_the_host_does_not_answer(
