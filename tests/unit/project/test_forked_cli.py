@@ -243,22 +243,28 @@ def test_on_start_gives_the_run_that_a_ctrl_c_stops(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, forked: str
 ) -> None:
     slow = tmp_path / "slow.yml"
-    slow.write_text(json.dumps([{**LOCAL, "tasks": [{"ansible.builtin.command": "sleep 60"}]}]))
+    marker = tmp_path / "started"
+    task = {"ansible.builtin.shell": f"touch {marker} && sleep 60"}
+    slow.write_text(json.dumps([{**LOCAL, "tasks": [task]}]))
     monkeypatch.setenv("CLOUDTPU_FORKED_CLI", forked)
     env = ansible_env(ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
     cmd = [str(forked_cli.PLAYBOOK), "-i", "localhost,", str(slow)]
+    sent: list[float] = []
 
     def ctrl_c(pid: int) -> None:  # once the task has started, as a terminal sends it
         def later() -> None:
-            time.sleep(3)
+            deadline = time.monotonic() + 100
+            while not marker.exists() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            sent.append(time.monotonic())
             os.killpg(pid, signal.SIGINT)
 
         threading.Thread(target=later, daemon=True).start()
 
-    started = time.monotonic()
-    done = forked_cli.run(cmd, cwd=tmp_path, env=env, timeout=120, on_start=ctrl_c)
+    done = forked_cli.run(cmd, cwd=tmp_path, env=env, timeout=150, on_start=ctrl_c)
+    assert marker.exists(), done.stdout[-2000:]
     assert done.returncode != 0, done.stdout[-2000:]
-    assert time.monotonic() - started < 40, "the run did not stop at Ctrl-C"
+    assert time.monotonic() - sent[0] < 30, "the run did not stop at Ctrl-C"
     forked_cli.close_all()
 
 
