@@ -113,14 +113,16 @@ def test_a_server_that_loaded_what_its_runs_load_answers_as_a_new_process(
 def test_a_server_loads_the_plugins_and_what_its_runs_loaded(tmp_path: Path) -> None:
     """_Warm, in a process of its own as in a server: nothing before the second run; then the
     plugins every run loads, with their documented options, the collection modules a run
-    imported, and a file two runs parsed (not one only one run parsed). A kept file is given to
+    imported, and a file two runs parsed (not one only one run parsed, nor one whose parse
+    warns). A kept file is given to
     a run's first loader only, and only while its bytes are unchanged."""
     module = "ansible_collections.cloudtpu.pod.plugins.filter.name_list"
     nothing = "ansible_collections.cloudtpu.pod.plugins.filter.nothing"
-    both, once = tmp_path / "both.yml", tmp_path / "once.yml"
+    both, once, dup = tmp_path / "both.yml", tmp_path / "once.yml", tmp_path / "dup.yml"
     both.write_text("a: 1\n")
     once.write_text("b: 2\n")
-    for run, files in (("run1", [both, once]), ("run2", [both])):
+    dup.write_text("c: 1\nc: 2\n")  # its parse warns of the duplicate key: a run says so itself
+    for run, files in (("run1", [both, once, dup]), ("run2", [both, dup])):
         report = {
             "modules": ["json", module, nothing],
             "files": [[str(f), False, True] for f in files],
