@@ -1,5 +1,6 @@
 """Every test run: CPU per test file for the stage table when CLOUDTPU_CPU_REPORT_DIR is set
-(tools/cpu_report.py; tools/stages.py sets it for each stage)."""
+(tools/cpu_report.py; tools/stages.py sets it for each stage), and the suite's time budget when
+CLOUDTPU_TESTS_START_BY is set (tests/time_budget_plugin.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests import forked_cli
+from tests.time_budget_plugin import pytest_runtest_setup as pytest_runtest_setup
 from tools import cpu_report
 
 _RECORDER = cpu_report.from_environment()

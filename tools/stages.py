@@ -12,25 +12,31 @@ slowest tests, read from the pytest ``--durations`` lines of every stage's log. 
 written to .cache/stages/summary.txt, with the test files that used the most CPU
 (tools/cpu_report.py: each pytest stage records its own into .cache/stages/cpu/<stage>/).
 
-Usage: python3 -m tools.stages [--jobs N] [--only STAGE ...]   (stdlib only; Python 3.9+)
+The suite has a time budget (--budget, STAGE_BUDGET; tools/time_budget.py): the checks always
+run whole, the rest in priority order while it lasts, and the table says what it left out. A
+stage still running at the budget's end is stopped and fails.
+
+Usage: python3 -m tools.stages [--jobs N] [--budget MINUTES] [--only STAGE ...]
+(stdlib only; Python 3.9+)
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from tools import cpu_report
+from tools import cpu_report, time_budget
 from tools.machine_load import Load, cpu_line, cpu_times, docker_cpu, timeline
 from tools.machine_load import clock as _clock
+from tools.stage_report import Result, left_out, slowest, table, verdict_lines
 
 REPO = Path(__file__).resolve().parents[1]
 LOG_DIR = REPO / ".cache" / "stages"
@@ -39,6 +45,9 @@ SAMPLE = 60.0  # seconds between the machine CPU samples of the summary's timeli
 # A spare slot opens only when the CPUs were this idle over the last SETTLE seconds (Load), and
 # no stage started within them (so the load of the last start is counted).
 SPARE_IDLE = 0.35
+# Minutes from the suite's start (CI's clone, before `make setup`) to the end of `make test`:
+# CI stops a run at 90 minutes, and the stage table is printed after this.
+BUDGET = 85.0
 
 
 @dataclass(frozen=True)
@@ -50,88 +59,60 @@ class Stage:
     # the machine's CPUs are idle enough, another stage may take a spare slot past --jobs
     # (see --spare and spare_choice).
     light: bool = False
+    # The time budget (tools/time_budget.py). A pytest stage with `start_by` starts no test in
+    # the last `start_by` minutes of the budget. A `gated` stage starts only when its
+    # `reference` seconds (its wall time in a reference run, CONTRIBUTING.md), scaled by how
+    # slow this machine ran the finished stages, fit in what is left. Any other stage (the
+    # checks) always runs whole, and gives its `reference` to that scale.
+    start_by: float = 0.0
+    gated: bool = False
+    reference: float = 0.0
 
 
 # The suite, in order of priority: when a slot frees, the first ready stage in this list starts.
-# Longest first (their wall times in a fresh-clone run, CONTRIBUTING.md, "The test suite"), so that
-# the short stages fill the end and no long stage runs alone at the end: integration and the
-# journeys side by side, then the molecule scenarios and the newest ansible's parts, then the
-# short checks. Two slots by default: on two CPUs a third heavy stage slowed every other one more
-# than it gained (BENCHMARKS.md, "The test suite"). Beside a light stage, whose waits leave the
-# CPUs idle, one more stage may take a spare slot (spare_choice): the short checks then fill the
-# time the molecule scenarios spend waiting, instead of queueing behind them.
+# `make test` is bound by a time budget (tools/time_budget.py). The journeys start first: a
+# journey that has started runs to its end, so it needs the most time left. Beside them the
+# checks, which always run whole; then integration, starting tests until its last start; then
+# the molecule scenarios and the newest ansible's parts while they fit, shortest first.
+# Two slots by default: on two CPUs a third heavy stage slowed every other one more than it
+# gained (BENCHMARKS.md, "The test suite"). Beside a light stage, whose waits leave the CPUs
+# idle, one more stage may take a spare slot (spare_choice).
 _MOLECULE = ("setup", "image")
+_TOOLS = ("setup", "image", "host-tools")
 SUITE: tuple[Stage, ...] = (
     Stage("setup", "setup"),
     # Built once per recipe hash: on a fresh machine mostly downloads (debootstrap, apt).
     Stage("image", "image", light=True),
     Stage("host-tools", "host-tools", light=True),
-    Stage("integration", "integration", ("setup", "image", "host-tools")),
-    Stage("journey", "journey", ("setup", "image", "host-tools")),
-    Stage("molecule-default", "molecule-default", _MOLECULE, light=True),
-    Stage("molecule-framework", "molecule-framework", _MOLECULE, light=True),
-    Stage("molecule-pod", "molecule-pod", _MOLECULE, light=True),
-    Stage("next-venv", "next-venv"),
-    Stage("molecule-nfs", "molecule-nfs", _MOLECULE, light=True),
-    Stage("lint", "lint", ("setup",)),
-    Stage("test-next-pytest", "test-next-pytest", ("next-venv", "image", "host-tools")),
-    Stage("test-next-lint", "test-next-lint", ("next-venv",)),
-    Stage("sanity", "sanity", ("setup",)),
+    # No journey starts in the budget's last 50 minutes: the Day two journey took up to about
+    # 40 on a slow day here, and one that has started runs to its end.
+    Stage("journey", "journey", _TOOLS, start_by=50),
+    Stage("lint", "lint", ("setup",), reference=89),
+    Stage("unit", "unit", ("setup",), reference=148),
+    Stage("sanity", "sanity", ("setup",), reference=138),
+    Stage("docs", "docs", ("setup",), reference=29),
+    Stage("integration", "integration", _TOOLS, start_by=14),
+    Stage(
+        "molecule-remote_shell", "molecule-remote_shell", _MOLECULE, True, gated=True, reference=81
+    ),
+    Stage("molecule-pod", "molecule-pod", _MOLECULE, True, gated=True, reference=440),
+    Stage("molecule-nfs", "molecule-nfs", _MOLECULE, True, gated=True, reference=263),
+    Stage("molecule-framework", "molecule-framework", _MOLECULE, True, gated=True, reference=377),
+    Stage("molecule-default", "molecule-default", _MOLECULE, True, gated=True, reference=611),
+    Stage("next-venv", "next-venv", gated=True, reference=20),
+    Stage(
+        "test-next-pytest",
+        "test-next-pytest",
+        ("next-venv", "image", "host-tools"),
+        gated=True,
+        reference=200,
+    ),
+    Stage("test-next-lint", "test-next-lint", ("next-venv",), gated=True, reference=93),
     # after sanity: both keep ansible-test's environments in .cache/ansible-test-home
-    Stage("test-next-sanity", "test-next-sanity", ("next-venv", "sanity")),
-    Stage("molecule-remote_shell", "molecule-remote_shell", _MOLECULE, light=True),
-    Stage("unit", "unit", ("setup",)),
-    Stage("docs", "docs", ("setup",)),
+    Stage(
+        "test-next-sanity", "test-next-sanity", ("next-venv", "sanity"), gated=True, reference=134
+    ),
 )
-
-_DURATION = re.compile(r"^\s*(\d+\.\d+)s (call|setup|teardown)\s+(\S.*)$")
-
-
-@dataclass
-class Result:
-    stage: Stage
-    started: float = 0.0
-    ended: float = 0.0
-    code: int | None = None  # None: not run
-    why: str = ""
-    cpu: float = 0.0  # CPU seconds of the stage's own processes (not of Docker containers)
-    log: Path = field(default_factory=Path)
-
-    @property
-    def seconds(self) -> float:
-        return self.ended - self.started
-
-
-def slowest(logs: list[tuple[str, Path]], count: int = 15) -> list[tuple[float, str, str]]:
-    """The slowest test phases found in pytest ``--durations`` lines: (seconds, stage, test)."""
-    found: list[tuple[float, str, str]] = []
-    for stage, log in logs:
-        if not log.is_file():
-            continue
-        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-            match = _DURATION.match(line)
-            if match:
-                found.append((float(match[1]), stage, f"{match[3]} ({match[2]})"))
-    return sorted(found, reverse=True)[:count]
-
-
-def table(results: list[Result], origin: float, total: float) -> str:
-    """The stage table: start offset, wall time and result of every stage, in start order."""
-    lines = [
-        f"{'stage':<24} {'start':>7} {'wall':>8} {'cpu':>8}  result",
-        f"{'-' * 24} {'-' * 7} {'-' * 8} {'-' * 8}  {'-' * 6}",
-    ]
-    ran = sorted((r for r in results if r.code is not None), key=lambda r: r.started)
-    for r in ran:
-        state = "passed" if r.code == 0 else f"FAILED ({r.code})"
-        start, wall, cpu = _clock(r.started - origin), _clock(r.seconds), _clock(r.cpu)
-        lines.append(f"{r.stage.name:<24} {start:>7} {wall:>8} {cpu:>8}  {state}")
-    for r in results:
-        if r.code is None:
-            lines.append(f"{r.stage.name:<24} {'-':>7} {'-':>8} {'-':>8}  not run: {r.why}")
-    busy, cpu = _clock(sum(r.seconds for r in ran)), _clock(sum(r.cpu for r in ran))
-    lines.append(f"{'total (wall)':<24} {'':>7} {_clock(total):>8} {cpu:>8}  stage time {busy}")
-    return "\n".join(lines)
 
 
 def choose(
@@ -169,6 +150,22 @@ def make_command(stage: Stage) -> list[str]:
     return ["make", "--no-print-directory", stage.target]
 
 
+def _stop(proc: subprocess.Popen[bytes], grace: float = 30.0) -> None:
+    """End a stage and everything it started (a session of its own): TERM, then KILL after
+    ``grace`` seconds. The stage's process is left to be reaped (os.wait4 gives its CPU)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        waited = 0.0
+        while waited < grace:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG):
+                return
+            time.sleep(0.2)
+            waited += 0.2
+
+
 def run(
     stages: tuple[Stage, ...],
     jobs: int,
@@ -176,9 +173,13 @@ def run(
     command: Callable[[Stage], list[str]] = make_command,
     spare: int = 0,
     load: Load | None = None,
+    budget: float = 0.0,
+    suite_start: float | None = None,
 ) -> int:
     """Run ``stages``, at most ``jobs`` at once, and up to ``spare`` more light ones while the
-    CPUs are idle enough; 0 when every one ran and passed."""
+    CPUs are idle enough; 0 when every one ran and passed, or was left out by the time budget.
+    ``budget``: seconds from ``suite_start`` (epoch; default now) to the end of the suite, 0 for
+    none (tools/time_budget.py). A stage still running at the end is stopped and fails."""
     load = load or Load()
     log_dir.mkdir(parents=True, exist_ok=True)
     names = {s.name for s in stages}
@@ -186,6 +187,8 @@ def run(
     pending = list(stages)
     running: dict[str, subprocess.Popen[bytes]] = {}
     origin = time.monotonic()
+    epoch_start = time.time() if suite_start is None else suite_start
+    end = origin + (epoch_start + budget - time.time()) if budget else float("inf")
     last_beat = origin
     cpu_before, docker_before = cpu_times(), docker_cpu()
     samples = [cpu_before] if cpu_before else []
@@ -193,69 +196,112 @@ def run(
     def say(text: str) -> None:
         print(text, flush=True)
 
-    while pending or running:
-        load.sample(time.monotonic())
-        # Stages whose needs failed (or were not run) are not run either.
-        for stage in list(pending):
-            bad = [n for n in stage.needs if n in names and results[n].code not in (None, 0)]
-            blocked = [n for n in stage.needs if n in names and results[n].why]
-            if bad or blocked:
+    def factor() -> float:
+        done = [results[n] for n in names if results[n].code == 0]
+        return time_budget.slowness([(r.seconds, r.stage.reference) for r in done])
+
+    if budget:
+        say(
+            f"stages: a time budget of {_clock(budget)} from the suite's start, "
+            f"{_clock(end - origin)} of it left (STAGE_BUDGET; tools/time_budget.py)"
+        )
+    try:
+        while pending or running:
+            load.sample(time.monotonic())
+            # Stages whose needs failed (or were not run) are not run either.
+            for stage in list(pending):
+                needs = [n for n in stage.needs if n in names]
+                bad = [n for n in needs if results[n].code not in (None, 0)]
+                blocked = [n for n in needs if results[n].why or results[n].budget]
+                if bad or blocked:
+                    pending.remove(stage)
+                    result = results[stage.name]
+                    if not bad and all(results[n].budget for n in blocked):
+                        result.budget = f"needs {', '.join(blocked)}"
+                    else:
+                        result.why = f"needs {', '.join(bad or blocked)}"
+                    say(f"stages: {stage.name} not run: it needs {', '.join(bad or blocked)}")
+            passed = {n for n in names if results[n].code == 0}
+            start_now = choose(pending, names, passed, set(running), jobs - len(running))
+            # A spare slot: past --jobs, or in a slot kept for a stage that waits on a light one.
+            if not start_now and len(running) < jobs + spare:
+                ready = [s for s in pending if all(n not in names or n in passed for n in s.needs)]
+                extra = spare_choice(ready, [results[n].stage for n in running])
+                if extra is not None and load.idle(time.monotonic()) >= SPARE_IDLE:
+                    say(f"stages: a spare slot for {extra.name} (the CPUs were idle enough)")
+                    start_now = [extra]
+            now = time.monotonic()
+            for stage in start_now:
                 pending.remove(stage)
-                results[stage.name].why = f"needs {', '.join(bad or blocked)}"
-                say(f"stages: {stage.name} not run: it needs {', '.join(bad or blocked)}")
-        passed = {n for n in names if results[n].code == 0}
-        start_now = choose(pending, names, passed, set(running), jobs - len(running))
-        # A spare slot: past --jobs, or in a slot kept for a stage that waits on a light one.
-        if not start_now and len(running) < jobs + spare:
-            ready = [s for s in pending if all(n not in names or n in passed for n in s.needs)]
-            extra = spare_choice(ready, [results[n].stage for n in running])
-            if extra is not None and load.idle(time.monotonic()) >= SPARE_IDLE:
-                say(f"stages: a spare slot for {extra.name} (the CPUs were idle enough)")
-                start_now = [extra]
-        for stage in start_now:
-            load.started(time.monotonic())
-            pending.remove(stage)
-            result = results[stage.name]
-            result.started = time.monotonic()
-            cpu_folder = log_dir / "cpu" / stage.name
-            shutil.rmtree(cpu_folder, ignore_errors=True)
-            say(
-                f"stages: {stage.name} started (make {stage.target}) at "
-                f"{_clock(result.started - origin)}; output in {result.log}"
-            )
-            with result.log.open("wb") as out:
-                running[stage.name] = subprocess.Popen(
-                    command(stage),
-                    cwd=REPO,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    env={**os.environ, cpu_report.ENV: str(cpu_folder)},
+                result = results[stage.name]
+                scale = factor()
+                if stage.gated and not time_budget.fits(now, end, stage.reference, scale):
+                    result.budget = (
+                        f"about {_clock(stage.reference * scale)} at {scale:.1f}x the reference "
+                        f"time, {_clock(max(end - now, 0))} left"
+                    )
+                    say(f"stages: {stage.name} not run: {result.budget}")
+                    continue
+                load.started(now)
+                result.started = now
+                cpu_folder = log_dir / "cpu" / stage.name
+                shutil.rmtree(cpu_folder, ignore_errors=True)
+                say(
+                    f"stages: {stage.name} started (make {stage.target}) at "
+                    f"{_clock(result.started - origin)}; output in {result.log}"
                 )
-        time.sleep(0.5)
-        for name, proc in list(running.items()):
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid == 0:
-                continue
-            code = proc.returncode = os.waitstatus_to_exitcode(status)
-            del running[name]
-            result = results[name]
-            result.ended = time.monotonic()
-            result.code = code
-            result.cpu = usage.ru_utime + usage.ru_stime
-            text = result.log.read_text(encoding="utf-8", errors="replace")
-            verdict = "passed" if code == 0 else f"FAILED with exit code {code}"
-            say(
-                f"\n======== stage {name}: make {result.stage.target} ========\n{text}"
-                f"======== stage {name} {verdict} in {_clock(result.seconds)} ========\n"
-            )
-        now = time.monotonic()
-        if samples and now - origin >= SAMPLE * len(samples):
-            samples.append(cpu_times() or samples[-1])
-        if running and now - last_beat >= HEARTBEAT:
-            last_beat = now
-            parts = [f"{n} ({_clock(now - results[n].started)})" for n in running]
-            say(f"stages: {_clock(now - origin)} elapsed; running: {', '.join(parts)}")
+                env = {**os.environ, cpu_report.ENV: str(cpu_folder)}
+                if budget and stage.start_by:
+                    last = time.time() + (end - now) - stage.start_by * 60
+                    env[time_budget.START_BY_ENV] = f"{last:.0f}"
+                with result.log.open("wb") as out:
+                    running[stage.name] = subprocess.Popen(
+                        command(stage),
+                        cwd=REPO,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        env=env,
+                        start_new_session=True,  # stopped with all it started (_stop)
+                    )
+            time.sleep(0.5)
+            if time.monotonic() >= end:
+                for name, proc in running.items():
+                    say(f"stages: {name} stopped: the time budget ended")
+                    _stop(proc)
+                    results[name].why = "stopped at the end of the time budget"
+                for stage in pending:
+                    results[stage.name].budget = "the time budget ended"
+                pending.clear()
+            for name, proc in list(running.items()):
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid == 0:
+                    continue
+                code = proc.returncode = os.waitstatus_to_exitcode(status)
+                del running[name]
+                result = results[name]
+                result.ended = time.monotonic()
+                result.code = code if not result.why else (code or 1)
+                result.cpu = usage.ru_utime + usage.ru_stime
+                result.left = left_out(result.log)
+                text = result.log.read_text(encoding="utf-8", errors="replace")
+                verdict = "passed" if result.code == 0 else f"FAILED with exit code {code}"
+                if result.why:
+                    verdict = f"FAILED: {result.why}"
+                say(
+                    f"\n======== stage {name}: make {result.stage.target} ========\n{text}"
+                    f"======== stage {name} {verdict} in {_clock(result.seconds)} ========\n"
+                )
+            now = time.monotonic()
+            if samples and now - origin >= SAMPLE * len(samples):
+                samples.append(cpu_times() or samples[-1])
+            if running and now - last_beat >= HEARTBEAT:
+                last_beat = now
+                parts = [f"{n} ({_clock(now - results[n].started)})" for n in running]
+                say(f"stages: {_clock(now - origin)} elapsed; running: {', '.join(parts)}")
+    finally:
+        for proc in running.values():  # a Ctrl-C or an error here: nothing outlives the suite
+            _stop(proc)
 
     total = time.monotonic() - origin
     ordered = [results[s.name] for s in stages]
@@ -279,11 +325,9 @@ def run(
     text = "\n".join(summary)
     say(text)
     (log_dir / "summary.txt").write_text(text + "\n", encoding="utf-8")
-    failed = [r.stage.name for r in ordered if r.code != 0]
-    if failed:
-        say(f"stages: FAILED or not run: {', '.join(failed)}")
-        return 1
-    return 0
+    for line in verdict_lines(ordered):
+        say(line)
+    return 1 if any(r.failed for r in ordered) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -300,6 +344,14 @@ def main(argv: list[str] | None = None) -> int:
         default=int(os.environ.get("STAGE_SPARE", "1")),
         help="stages that may run past --jobs beside a light one while the CPUs are idle "
         "(default: STAGE_SPARE or 1)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=float(os.environ.get("STAGE_BUDGET") or BUDGET),
+        help="minutes from the suite's start (CLOUDTPU_SUITE_START, else now) that the suite may "
+        f"take; what does not fit is left out, saying so (default: STAGE_BUDGET or {BUDGET}; 0 "
+        "runs every stage whole)",
     )
     parser.add_argument("--only", nargs="+", metavar="STAGE", help="run these stages only")
     parser.add_argument("--list", action="store_true", help="list the stages and exit")
@@ -318,7 +370,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--jobs must be 1 or more, got {args.jobs}")
     if args.spare < 0:
         parser.error(f"--spare must be 0 or more, got {args.spare}")
-    return run(stages, args.jobs, spare=args.spare)
+    if args.budget < 0:
+        parser.error(f"--budget must be 0 or more minutes, got {args.budget:g}")
+    start = time_budget.suite_start(os.environ)
+    return run(stages, args.jobs, spare=args.spare, budget=args.budget * 60, suite_start=start)
 
 
 if __name__ == "__main__":

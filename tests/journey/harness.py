@@ -32,6 +32,7 @@ from tests.journey.readme_blocks import Block, extract
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 DEMO_DIR = REPO / ".cache" / "journey-demo"
+STEP_SLACK = float(os.environ.get("JOURNEY_STEP_SLACK") or 2)
 LOG_DIR = REPO / ".cache" / "journey"
 PROJECT_DIR = REPO / "myproject"
 NODE = "demo"
@@ -184,7 +185,10 @@ class Journey:
 
     def run(self, name: str, timeout: float = 900, probe: str = "") -> StepRun:
         """Run one step; its output goes to .cache/journey/NN-STEP.log (stderr: .err) as it
-        comes, for `tail -f` while a long step runs."""
+        comes, for `tail -f` while a long step runs. ``timeout`` is the step's limit on a machine
+        of the reference speed, times JOURNEY_STEP_SLACK (2): the limit is there to end a step
+        that hangs, and machines of one kind differ several-fold in speed."""
+        timeout *= STEP_SLACK
         script = self.script(name, probe)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{self.steps.index(name) + 1:02d}-{name}.log"
