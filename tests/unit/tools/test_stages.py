@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,30 @@ def test_the_suite_covers_every_molecule_scenario_of_the_makefile() -> None:
     # make test runs the parts of make test-next, each as a stage
     parts = re.search(r"^test-next: (.+?) ##", makefile, re.M)[1].split()
     assert len(parts) == 3 and set(parts) <= targets, parts
+
+
+def test_make_integration_runs_every_test_file_once_the_first_ones_first() -> None:
+    run = subprocess.run(
+        ["make", "--no-print-directory", "-n", "integration"],
+        cwd=stages.REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    pytest_line = next(line for line in run.stdout.splitlines() if " --dist loadfile " in line)
+    files = [w for w in pytest_line.split() if w.startswith("tests/integration/")]
+    every = sorted(
+        str(p.relative_to(stages.REPO))
+        for p in (stages.REPO / "tests" / "integration").glob("test_*.py")
+    )
+    assert sorted(files) == every  # each once: a file named first is not run twice
+    first = re.search(
+        r"^INTEGRATION_FIRST := ((?:.*\\\n)*.*)$", (stages.REPO / "Makefile").read_text(), re.M
+    )
+    names = first[1].replace("\\", " ").split()
+    assert files[: len(names)] == [f"tests/integration/test_{n}.py" for n in names]
+    assert files[-1].startswith("tests/integration/test_bad_input_")
 
 
 def test_unknown_stage_and_bad_jobs_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
