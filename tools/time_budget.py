@@ -11,7 +11,9 @@ day. So the suite is in two parts:
     pod down;
   - a stage that cannot stop part-way (a molecule scenario, test-next's parts) starts only when
     its reference time, scaled by how much slower than the reference this machine ran the
-    stages so far, fits in what is left.
+    stages so far, fits in what is left;
+  - on a machine SLOW times slower than the reference or more, none of those starts beside a
+    journey: with a second heavy stage beside it, a journey's bootstrap took half as long again.
 
 The budget counts from CLOUDTPU_SUITE_START (epoch seconds; .ci/run sets it before `make setup`),
 else from the start of tools/stages.py. Stdlib only.
@@ -27,6 +29,9 @@ START_BY_ENV = "CLOUDTPU_TESTS_START_BY"  # epoch seconds; no test starts after 
 SKIP_REASON = "not run: the suite's time budget ran out before it (tools/time_budget.py)"
 # Running a stage beside another slows both; an estimate is scaled by this much more.
 CONTENTION = 1.25
+# From this many times slower than the reference on, a stage that runs to its end once started
+# (a journey) has the CPUs to itself, but for the checks (tools/stages.py, Stage.keep_cpus).
+SLOW = 3.0
 
 
 def suite_start(environ: Mapping[str, str], now: float | None = None) -> float:

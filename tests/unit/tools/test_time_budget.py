@@ -257,3 +257,33 @@ def test_the_checks_always_run_whole_and_the_rest_is_bounded() -> None:
     assert order[0] == "journey"
     journey = next(s for s in stages.SUITE if s.name == "journey")
     assert journey.start_by == max(s.start_by for s in stages.SUITE)
+
+
+@pytest.mark.parametrize("check_reference, waits", [(0.1, True), (100.0, False)])
+def test_on_a_slow_machine_nothing_bounded_starts_beside_a_journey(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], check_reference: float, waits: bool
+) -> None:
+    # The check takes about 1 s: against a reference of 0.1 s the machine is 10x slow, against
+    # 100 s it is not slow at all.
+    marks = tmp_path / "marks"
+    suite = (
+        Stage("journey", "journey", start_by=1, keep_cpus=True),
+        Stage("check", "check", reference=check_reference),
+        Stage("tests", "tests", start_by=1),
+    )
+    scripts = {
+        "journey": f"sleep 4; echo journey-end >> {marks}",
+        "check": "sleep 1",
+        "tests": f"echo tests-start >> {marks}",
+    }
+    code = stages.run(
+        suite,
+        2,
+        log_dir=tmp_path / "logs",
+        command=_shell(scripts),
+        budget=600,
+        suite_start=time.time(),
+    )
+    assert code == 0, capsys.readouterr().out
+    order = marks.read_text().split()
+    assert order == (["journey-end", "tests-start"] if waits else ["tests-start", "journey-end"])
