@@ -67,10 +67,13 @@ class Stage:
     start_by: float = 0.0
     gated: bool = False
     reference: float = 0.0
-    # On a machine time_budget.SLOW times slower than the reference, no stage of those bounded
-    # ones starts beside this one: it runs to its end once started (a journey), and a second
-    # heavy stage beside it made it end past the budget.
+    # On a machine time_budget.SLOW times slower than the reference, a bounded stage starts
+    # beside this one only narrow: it runs to its end once started (a journey), and two more
+    # heavy streams beside it (integration's two workers) made its bootstrap half as long again.
     keep_cpus: bool = False
+    # The environment that makes a bounded stage use one CPU: on a slow machine it starts with
+    # it beside a `keep_cpus` stage, and a bounded stage without it does not start there.
+    narrow: tuple[tuple[str, str], ...] = ()
 
 
 # The suite, in order of priority: when a slot frees, the first ready stage in this list starts.
@@ -95,7 +98,7 @@ SUITE: tuple[Stage, ...] = (
     Stage("unit", "unit", ("setup",), reference=148),
     Stage("sanity", "sanity", ("setup",), reference=138),
     Stage("docs", "docs", ("setup",), reference=29),
-    Stage("integration", "integration", _TOOLS, start_by=14),
+    Stage("integration", "integration", _TOOLS, start_by=14, narrow=(("INTEGRATION_JOBS", "1"),)),
     Stage(
         "molecule-remote_shell", "molecule-remote_shell", _MOLECULE, True, gated=True, reference=81
     ),
@@ -226,11 +229,13 @@ def run(
                         result.why = f"needs {', '.join(bad or blocked)}"
                     say(f"stages: {stage.name} not run: it needs {', '.join(bad or blocked)}")
             passed = {n for n in names if results[n].code == 0}
-            # On a slow machine nothing bounded starts beside a stage that keeps the CPUs (a
-            # journey runs to its end, and must end within the budget); the checks still do.
-            slow = budget and factor() >= time_budget.SLOW
-            if slow and any(results[n].stage.keep_cpus for n in running):
-                ready = [s for s in pending if not (s.start_by or s.gated)]
+            # On a slow machine, beside a stage that keeps the CPUs (a journey runs to its end,
+            # and must end within the budget), a bounded stage starts only narrow; the checks
+            # start as they are.
+            slow = bool(budget) and factor() >= time_budget.SLOW
+            narrow = slow and any(results[n].stage.keep_cpus for n in running)
+            if narrow:
+                ready = [s for s in pending if s.narrow or not (s.start_by or s.gated)]
             else:
                 ready = pending
             start_now = choose(ready, names, passed, set(running), jobs - len(running))
@@ -262,6 +267,9 @@ def run(
                     f"{_clock(result.started - origin)}; output in {result.log}"
                 )
                 env = {**os.environ, cpu_report.ENV: str(cpu_folder)}
+                if narrow and stage.narrow:
+                    env.update(stage.narrow)
+                    say(f"stages: {stage.name} runs narrow beside a journey: {stage.narrow}")
                 if budget and stage.start_by:
                     last = time.time() + (end - now) - stage.start_by * 60
                     env[time_budget.START_BY_ENV] = f"{last:.0f}"

@@ -260,7 +260,7 @@ def test_the_checks_always_run_whole_and_the_rest_is_bounded() -> None:
 
 
 @pytest.mark.parametrize("check_reference, waits", [(0.1, True), (100.0, False)])
-def test_on_a_slow_machine_nothing_bounded_starts_beside_a_journey(
+def test_on_a_slow_machine_only_a_narrow_stage_starts_beside_a_journey(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], check_reference: float, waits: bool
 ) -> None:
     # The check takes about 1 s: against a reference of 0.1 s the machine is 10x slow, against
@@ -270,11 +270,13 @@ def test_on_a_slow_machine_nothing_bounded_starts_beside_a_journey(
         Stage("journey", "journey", start_by=1, keep_cpus=True),
         Stage("check", "check", reference=check_reference),
         Stage("tests", "tests", start_by=1),
+        Stage("wide", "wide", start_by=1, narrow=(("WIDE_JOBS", "1"),)),
     )
     scripts = {
         "journey": f"sleep 4; echo journey-end >> {marks}",
         "check": "sleep 1",
         "tests": f"echo tests-start >> {marks}",
+        "wide": f'echo "wide-jobs-${{WIDE_JOBS:-2}}" >> {marks}',
     }
     code = stages.run(
         suite,
@@ -286,4 +288,7 @@ def test_on_a_slow_machine_nothing_bounded_starts_beside_a_journey(
     )
     assert code == 0, capsys.readouterr().out
     order = marks.read_text().split()
-    assert order == (["journey-end", "tests-start"] if waits else ["tests-start", "journey-end"])
+    if waits:  # the stage with a narrow form runs so beside the journey; the other one waits
+        assert order == ["wide-jobs-1", "journey-end", "tests-start"]
+    else:
+        assert order == ["tests-start", "wide-jobs-2", "journey-end"]
