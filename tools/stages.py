@@ -235,13 +235,15 @@ def run(
             slow = bool(budget) and factor() >= time_budget.SLOW
             narrow = slow and any(results[n].stage.keep_cpus for n in running)
             if narrow:
-                ready = [s for s in pending if s.narrow or not (s.start_by or s.gated)]
+                candidates = [s for s in pending if s.narrow or not (s.start_by or s.gated)]
             else:
-                ready = pending
-            start_now = choose(ready, names, passed, set(running), jobs - len(running))
+                candidates = pending
+            start_now = choose(candidates, names, passed, set(running), jobs - len(running))
             # A spare slot: past --jobs, or in a slot kept for a stage that waits on a light one.
             if not start_now and len(running) < jobs + spare:
-                ready = [s for s in pending if all(n not in names or n in passed for n in s.needs)]
+                ready = [
+                    s for s in candidates if all(n not in names or n in passed for n in s.needs)
+                ]
                 extra = spare_choice(ready, [results[n].stage for n in running])
                 if extra is not None and load.idle(time.monotonic()) >= SPARE_IDLE:
                     say(f"stages: a spare slot for {extra.name} (the CPUs were idle enough)")
