@@ -91,8 +91,9 @@ SUITE: tuple[Stage, ...] = (
     # Built once per recipe hash: on a fresh machine mostly downloads (debootstrap, apt).
     Stage("image", "image", light=True),
     Stage("host-tools", "host-tools", light=True),
-    # No journey starts in the budget's last 50 minutes: the Day two journey took up to about
-    # 40 on a slow day here, and one that has started runs to its end.
+    # No journey starts in the budget's last 50 minutes, and one that has started runs to its
+    # end: the babysit journey took about 15 minutes on a loaded day of normal speed, the Day two
+    # journey 61 to 74 on a day seven times slower (where it is the only one that starts).
     Stage("journey", "journey", _TOOLS, start_by=50, keep_cpus=True),
     Stage("lint", "lint", ("setup",), reference=89),
     Stage("unit", "unit", ("setup",), reference=148),

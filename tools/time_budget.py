@@ -31,8 +31,9 @@ SKIP_REASON = "not run: the suite's time budget ran out before it (tools/time_bu
 # Running a stage beside another slows both, and a slow machine's speed varies: an estimate is
 # scaled by this much more (1.25 let a scenario start with 40 s to spare, in 13 minutes).
 CONTENTION = 1.5
-# From this many times slower than the reference on, a stage that runs to its end once started
-# (a journey) has the CPUs to itself, but for the checks (tools/stages.py, Stage.keep_cpus).
+# From this many times slower than the reference on, beside a stage that runs to its end once
+# started (a journey), only the checks and a bounded stage's narrow form start
+# (tools/stages.py, Stage.keep_cpus and Stage.narrow).
 SLOW = 3.0
 
 
