@@ -111,7 +111,8 @@ INTEGRATION_TMP ?= /tmp/cloudtpu-integration
 
 # The files in order of priority, the rest after them: within make test's time budget the
 # first ones always run (day two, the inventory, the API against Google's client), the bad-input
-# tables last (their checks have unit tests of their own too).
+# tables last (their checks have unit tests of their own too). --no-loadscope-reorder keeps this
+# order: pytest-xdist would otherwise start the files with the most tests first.
 INTEGRATION_FIRST := new_workers_user recover_journal recover_queued lifecycle_day_two \
   run_playbook inventory_cli inventory_config inventory_formats official_client_service \
   official_client_nodes status_api expire teardown_inputs worker_match lifecycle_playbooks \
@@ -123,7 +124,7 @@ INTEGRATION_FILES = $(patsubst %,tests/integration/test_%.py,$(INTEGRATION_FIRST
   $(sort $(wildcard tests/integration/test_bad_input_*.py))
 
 integration: setup image host-tools ## Integration tests (emulator, ansible-inventory and ansible-playbook runs)
-	pytest -q -n $(INTEGRATION_JOBS) --dist loadfile --basetemp=$(INTEGRATION_TMP) --durations=15 $(INTEGRATION_FILES)
+	pytest -q -n $(INTEGRATION_JOBS) --dist loadfile --no-loadscope-reorder --basetemp=$(INTEGRATION_TMP) --durations=15 $(INTEGRATION_FILES)
 
 # The README's journeys (Day two, then queued resources, multislice, babysit), verbatim and in
 # order, each on a demo pod of its own (its own folder, port, container labels, fact cache and

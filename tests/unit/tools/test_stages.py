@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -227,7 +228,8 @@ def test_the_suite_covers_every_molecule_scenario_of_the_makefile() -> None:
     assert len(parts) == 3 and set(parts) <= targets, parts
 
 
-def test_make_integration_runs_every_test_file_once_the_first_ones_first() -> None:
+def integration_pytest_line() -> str:
+    """The pytest command line of `make integration`, as make would run it."""
     run = subprocess.run(
         ["make", "--no-print-directory", "-n", "integration"],
         cwd=stages.REPO,
@@ -236,7 +238,11 @@ def test_make_integration_runs_every_test_file_once_the_first_ones_first() -> No
         check=True,
         timeout=60,
     )
-    pytest_line = next(line for line in run.stdout.splitlines() if " --dist loadfile " in line)
+    return next(line for line in run.stdout.splitlines() if " --dist loadfile " in line)
+
+
+def test_make_integration_runs_every_test_file_once_the_first_ones_first() -> None:
+    pytest_line = integration_pytest_line()
     files = [w for w in pytest_line.split() if w.startswith("tests/integration/")]
     every = sorted(
         str(p.relative_to(stages.REPO))
@@ -249,6 +255,43 @@ def test_make_integration_runs_every_test_file_once_the_first_ones_first() -> No
     names = first[1].replace("\\", " ").split()
     assert files[: len(names)] == [f"tests/integration/test_{n}.py" for n in names]
     assert files[-1].startswith("tests/integration/test_bad_input_")
+
+
+def test_make_integration_options_keep_the_files_in_their_order(tmp_path: Path) -> None:
+    # pytest-xdist's loadfile otherwise starts the files with the most tests first: the
+    # bad-input tables would run before day two, and the time budget would leave out the rest.
+    words = integration_pytest_line().split()
+    options = words[
+        words.index("pytest") + 1 : words.index("tests/integration/test_new_workers_user.py")
+    ]
+    options = [w for w in options if not w.startswith("--basetemp=")]
+    options[options.index("-n") + 1] = "1"
+    log = tmp_path / "order"
+    test = "def test_{i}():\n    open({log!r}, 'a').write('{name}\\n')\n"
+    (tmp_path / "test_small.py").write_text(test.format(i=0, log=str(log), name="small"))
+    (tmp_path / "test_large.py").write_text(
+        "".join(test.format(i=i, log=str(log), name="large") for i in range(3))
+    )
+    subprocess.run(
+        [
+            str(Path(sys.executable)),
+            "-m",
+            "pytest",
+            *options,
+            "-p",
+            "no:cacheprovider",
+            "--basetemp",
+            str(tmp_path / "base"),
+            "test_small.py",
+            "test_large.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    assert log.read_text().split() == ["small", "large", "large", "large"]
 
 
 def test_unknown_stage_and_bad_jobs_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
