@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tools import time_budget
+from tools import cpu_report, time_budget
 from tools.machine_load import clock as _clock
+from tools.machine_load import cpu_line, cpu_times, docker_cpu, timeline
 
 if TYPE_CHECKING:
     from tools.stages import Stage
@@ -97,3 +98,36 @@ def verdict_lines(ordered: list[Result]) -> list[str]:
     if failed:
         lines.append(f"stages: FAILED or not run: {', '.join(failed)}")
     return lines
+
+
+def summary(
+    ordered: list[Result],
+    origin: float,
+    total: float,
+    log_dir: Path,
+    before: tuple[tuple[float, float] | None, float | None],
+    samples: list[tuple[float, float]],
+    sample: float,
+) -> str:
+    """The suite's summary: the stage table, the machine's CPU (``before``: the CPU times and
+    the Docker CPU seconds at the start; ``samples``: CPU times every ``sample`` seconds), the
+    slowest tests and the test files that used the most CPU."""
+    cpu_before, docker_before = before
+    lines = ["", "================ stages ================", table(ordered, origin, total)]
+    cpu = cpu_line(cpu_before, cpu_times())
+    if cpu:
+        docker_after = docker_cpu()
+        if docker_before is not None and docker_after is not None:
+            cpu += f"; Docker containers {_clock(docker_after - docker_before)}"
+        lines.append(cpu)
+    if len(samples) > 2:
+        lines.append(f"machine CPU busy % per {sample:.0f} s: {timeline(samples)}")
+    tests = slowest([(r.stage.name, r.log) for r in ordered if r.code is not None])
+    if tests:
+        lines.append("\nslowest tests (pytest --durations of every stage):")
+        lines += [f"{sec:8.2f}s  {stage:<12} {name}" for sec, stage, name in tests]
+    files = cpu_report.summary([(r.stage.name, log_dir / "cpu" / r.stage.name) for r in ordered])
+    if files:
+        lines.append("\ntest files by CPU (the tests' own processes; containers not counted):")
+        lines += files
+    return "\n".join(lines)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -34,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools import cpu_report, time_budget
-from tools.machine_load import Load, cpu_line, cpu_times, docker_cpu, timeline
+from tools.machine_load import Load, cpu_times, docker_cpu
 from tools.machine_load import clock as _clock
-from tools.stage_report import Result, left_out, slowest, table, verdict_lines
+from tools.stage_report import Result, left_out, summary, verdict_lines
 
 REPO = Path(__file__).resolve().parents[1]
 LOG_DIR = REPO / ".cache" / "stages"
@@ -174,6 +175,25 @@ def _stop(proc: subprocess.Popen[bytes], grace: float = 30.0) -> None:
             waited += 0.2
 
 
+def _ended(
+    result: Result, proc: subprocess.Popen[bytes], status: int, usage: resource.struct_rusage
+) -> str:
+    """Record how a stage ended; its whole output, framed by its verdict."""
+    code = proc.returncode = os.waitstatus_to_exitcode(status)
+    result.ended = time.monotonic()
+    result.code = code if not result.why else (code or 1)
+    result.cpu = usage.ru_utime + usage.ru_stime
+    result.left = left_out(result.log)
+    text = result.log.read_text(encoding="utf-8", errors="replace")
+    verdict = "passed" if result.code == 0 else f"FAILED with exit code {code}"
+    if result.why:
+        verdict = f"FAILED: {result.why}"
+    return (
+        f"\n======== stage {result.stage.name}: make {result.stage.target} ========\n{text}"
+        f"======== stage {result.stage.name} {verdict} in {_clock(result.seconds)} ========\n"
+    )
+
+
 def run(
     stages: tuple[Stage, ...],
     jobs: int,
@@ -297,23 +317,9 @@ def run(
                 pending.clear()
             for name, proc in list(running.items()):
                 pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid == 0:
-                    continue
-                code = proc.returncode = os.waitstatus_to_exitcode(status)
-                del running[name]
-                result = results[name]
-                result.ended = time.monotonic()
-                result.code = code if not result.why else (code or 1)
-                result.cpu = usage.ru_utime + usage.ru_stime
-                result.left = left_out(result.log)
-                text = result.log.read_text(encoding="utf-8", errors="replace")
-                verdict = "passed" if result.code == 0 else f"FAILED with exit code {code}"
-                if result.why:
-                    verdict = f"FAILED: {result.why}"
-                say(
-                    f"\n======== stage {name}: make {result.stage.target} ========\n{text}"
-                    f"======== stage {name} {verdict} in {_clock(result.seconds)} ========\n"
-                )
+                if pid:
+                    del running[name]
+                    say(_ended(results[name], proc, status, usage))
             now = time.monotonic()
             if samples and now - origin >= SAMPLE * len(samples):
                 samples.append(cpu_times() or samples[-1])
@@ -327,24 +333,7 @@ def run(
 
     total = time.monotonic() - origin
     ordered = [results[s.name] for s in stages]
-    summary = ["", "================ stages ================", table(ordered, origin, total)]
-    cpu = cpu_line(cpu_before, cpu_times())
-    if cpu:
-        docker_after = docker_cpu()
-        if docker_before is not None and docker_after is not None:
-            cpu += f"; Docker containers {_clock(docker_after - docker_before)}"
-        summary.append(cpu)
-    if len(samples) > 2:
-        summary.append(f"machine CPU busy % per {SAMPLE:.0f} s: {timeline(samples)}")
-    tests = slowest([(r.stage.name, r.log) for r in ordered if r.code is not None])
-    if tests:
-        summary.append("\nslowest tests (pytest --durations of every stage):")
-        summary += [f"{sec:8.2f}s  {stage:<12} {name}" for sec, stage, name in tests]
-    files = cpu_report.summary([(r.stage.name, log_dir / "cpu" / r.stage.name) for r in ordered])
-    if files:
-        summary.append("\ntest files by CPU (the tests' own processes; containers not counted):")
-        summary += files
-    text = "\n".join(summary)
+    text = summary(ordered, origin, total, log_dir, (cpu_before, docker_before), samples, SAMPLE)
     say(text)
     (log_dir / "summary.txt").write_text(text + "\n", encoding="utf-8")
     for line in verdict_lines(ordered):

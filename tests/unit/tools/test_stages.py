@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import stages
+from tools import machine_load, stage_report, stages
 from tools.stages import Stage
 
 
@@ -78,7 +78,7 @@ def test_the_table_shows_the_cpu_time_of_each_stage(
 
 def test_timeline_gives_the_busy_share_of_each_interval() -> None:
     samples = [(10.0, 20.0), (11.0, 22.0), (13.0, 24.0), (13.0, 24.0)]
-    assert stages.timeline(samples) == "50 100"
+    assert machine_load.timeline(samples) == "50 100"
 
 
 def test_a_spare_slot_opens_beside_a_light_stage_only_while_the_cpus_are_idle(
@@ -201,7 +201,9 @@ def test_slowest_reads_pytest_durations_of_every_log(tmp_path: Path) -> None:
     )
     integration = tmp_path / "integration.log"
     integration.write_text("12.00s call     tests/integration/test_b.py::test_slow[x y]\n")
-    found = stages.slowest([("unit", unit), ("integration", integration), ("gone", tmp_path / "x")])
+    found = stage_report.slowest(
+        [("unit", unit), ("integration", integration), ("gone", tmp_path / "x")]
+    )
     assert found == [
         (12.0, "integration", "tests/integration/test_b.py::test_slow[x y] (call)"),
         (2.5, "unit", "tests/unit/test_a.py::test_one (call)"),
@@ -304,11 +306,11 @@ def test_unknown_stage_and_bad_jobs_are_refused(capsys: pytest.CaptureFixture[st
 
 
 def test_cpu_line_says_how_busy_the_machine_was() -> None:
-    line = stages.cpu_line((100.0, 400.0), (160.0, 520.0))
+    line = machine_load.cpu_line((100.0, 400.0), (160.0, 520.0))
     assert line.startswith("machine CPU: 1:00 busy of 2:00 (50% of "), line
-    assert stages.cpu_line(None, (1.0, 2.0)) == ""
-    assert stages.cpu_line((1.0, 2.0), (1.0, 2.0)) == ""
-    reading = stages.cpu_times()
+    assert machine_load.cpu_line(None, (1.0, 2.0)) == ""
+    assert machine_load.cpu_line((1.0, 2.0), (1.0, 2.0)) == ""
+    reading = machine_load.cpu_times()
     if reading is not None:  # Linux
         assert 0 <= reading[0] <= reading[1]
 
