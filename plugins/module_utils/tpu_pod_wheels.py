@@ -76,3 +76,39 @@ def pod_wheels_plan(
         "url": f"http://{url_host(address)}:{port}" if address else "",
         "serve": serve,
     }
+
+
+def hosts_with_fact(
+    play_hosts: Iterable[str], hostvars: Mapping[str, Mapping[str, Any]], fact: str
+) -> list[str]:
+    """The hosts of ``play_hosts``, in order, whose fact ``fact`` is set and true.
+
+    ``hostvars`` is the play's hostvars (a host's variables by its name); a host that has not
+    set the fact (it skipped the task, or failed before it) is not one of them.
+    """
+    return [host for host in play_hosts if bool(hostvars[host].get(fact))]
+
+
+def pod_cache_serves(
+    pod: Mapping[str, Any],
+    host: str,
+    play_hosts: Iterable[str],
+    hostvars: Mapping[str, Mapping[str, Any]],
+    seen: str,
+) -> bool:
+    """Whether ``host`` is its pod's coordinator and two or more hosts of the pod go through
+    the role's tasks in this play, so that it goes through them too, converged or not, and
+    serves the pod's wheels (the pod_wheels entry point).
+
+    ``seen`` names the role's fact of the converged fast path (cloudtpu.pod.tpu_state): a host
+    goes through the tasks unless that fact says ``converged``.
+    """
+    play = list(play_hosts)
+    if len(play) < 2 or pod["coordinator"] != host:
+        return False
+    going = [
+        name
+        for name in pod["hosts"]
+        if name in play and not (hostvars[name].get(seen) or {}).get("converged")
+    ]
+    return len(going) > 1
