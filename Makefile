@@ -206,34 +206,34 @@ BENCH_WORKERS ?= 1 2 4 8
 BENCH_COLD ?= 1
 BENCH_RERUNS ?= 3
 
-bench: setup image ## Bootstrap: the guide's shell script against site.yml on BENCH_WORKERS workers; updates BENCHMARKS.md
+bench: setup image ## Bootstrap: the guide's shell script against site.yml on BENCH_WORKERS workers; updates its RESULTS.md
 	python bench/bootstrap/run.py --workers $(BENCH_WORKERS) --cold $(BENCH_COLD) \
-	  --reruns $(BENCH_RERUNS) --markdown BENCHMARKS.md
+	  --reruns $(BENCH_RERUNS) --markdown bench/bootstrap/RESULTS.md
 
-bench-inventory: setup ## Benchmark the tpu_vm inventory (1000 nodes, emulator); updates BENCHMARKS.md
-	python bench/inventory/run.py --markdown BENCHMARKS.md
+bench-inventory: setup ## Benchmark the tpu_vm inventory (1000 nodes, emulator); updates its RESULTS.md
+	python bench/inventory/run.py --markdown bench/inventory/RESULTS.md
 
 # Push against pull (make bench-pull): fresh pods of BENCH_PULL_WORKERS workers, python and libtpu roles.
 BENCH_PULL_WORKERS ?= 1 2 4
 
-bench-pull: setup image ## Push against pull: site.yml from here against each worker's ansible-pull, wall and controller CPU; updates BENCHMARKS.md
-	python bench/pull/run.py --workers $(BENCH_PULL_WORKERS) --markdown BENCHMARKS.md
+bench-pull: setup image ## Push against pull: site.yml from here against each worker's ansible-pull, wall and controller CPU; updates its RESULTS.md
+	python bench/pull/run.py --workers $(BENCH_PULL_WORKERS) --markdown bench/pull/RESULTS.md
 
-bench-scale: setup image ## Controller scale: 8, 64 and 256 hosts on 3 worker containers (forks, ControlPersist, pipelining, mitogen); updates BENCHMARKS.md
+bench-scale: setup image ## Controller scale: 8, 64 and 256 hosts on 3 worker containers (forks, ControlPersist, pipelining, mitogen); updates its RESULTS.md
 	python bench/scale/run.py --hosts 8 --budget 30
-	python bench/scale/run.py --hosts 64 256 --project-only --append --budget 60 --markdown BENCHMARKS.md
+	python bench/scale/run.py --hosts 64 256 --project-only --append --budget 60 --markdown bench/scale/RESULTS.md
 
-bench-payload-cache: setup image ## A task's CPU time on a test worker with the image's payload cache off and on; updates BENCHMARKS.md
-	python bench/payload_cache/run.py --markdown BENCHMARKS.md
+bench-payload-cache: setup image ## A task's CPU time on a test worker with the image's payload cache off and on; updates its RESULTS.md
+	python bench/payload_cache/run.py --markdown bench/payload_cache/RESULTS.md
 
-bench-rulebook: setup ## An ansible-rulebook watcher of node states against babysit.yml's check (Java 17 needed); updates BENCHMARKS.md
-	python bench/rulebook/run.py --markdown BENCHMARKS.md
+bench-rulebook: setup ## An ansible-rulebook watcher of node states against babysit.yml's check (Java 17 needed); updates its RESULTS.md
+	python bench/rulebook/run.py --markdown bench/rulebook/RESULTS.md
 
-bench-client: setup ## The collection's TPU API client against google-cloud-tpu: listing 1000 nodes, a module's round trip, dependencies; updates BENCHMARKS.md
-	python bench/client/run.py --markdown BENCHMARKS.md
+bench-client: setup ## The collection's TPU API client against google-cloud-tpu: listing 1000 nodes, a module's round trip, dependencies; updates its RESULTS.md
+	python bench/client/run.py --markdown bench/client/RESULTS.md
 
-bench-forked-cli: setup ## The tests' ansible-playbook runs as new processes against forked from a started server (tests/forked_cli.py); updates BENCHMARKS.md
-	python bench/forked_cli/run.py --markdown BENCHMARKS.md
+bench-forked-cli: setup ## The tests' ansible-playbook runs as new processes against forked from a started server (tests/forked_cli.py); updates its RESULTS.md
+	python bench/forked_cli/run.py --markdown bench/forked_cli/RESULTS.md
 
 demo: ## A local pod (DEMO_TYPE, default v4-32): emulator, provision, site.yml, verify, status
 	tools/demo.sh up

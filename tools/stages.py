@@ -83,7 +83,7 @@ class Stage:
 # checks, which always run whole; then integration, starting tests until its last start; then
 # the molecule scenarios and the newest ansible's parts while they fit, shortest first.
 # Two slots by default: on two CPUs a third heavy stage slowed every other one more than it
-# gained (BENCHMARKS.md, "The test suite"). Beside a light stage, whose waits leave the CPUs
+# gained (bench/test_suite/RESULTS.md). Beside a light stage, whose waits leave the CPUs
 # idle, one more stage may take a spare slot (spare_choice).
 _MOLECULE = ("setup", "image")
 _TOOLS = ("setup", "image", "host-tools")

@@ -1,5 +1,5 @@
-"""The bootstrap benchmark's section of BENCHMARKS.md from its raw rows: the table of medians, the
-ratios of site.yml to the shell script, and the goals, each met or missed.
+"""The bootstrap benchmark's section of bench/bootstrap/RESULTS.md from its raw rows: the table
+of medians, the ratios of site.yml to the shell script, and the goals, each met or missed.
 
 Rows of results written before controller CPU and task counts were recorded still render; their
 cells for those figures show "-" and the goals that need them "not measured".

@@ -18,10 +18,11 @@ Controller CPU: user + sys of ansible-playbook and every process it waited for, 
 script side's ssh clients, per run (bench/bootstrap/measure.py); site.yml's SSH ControlPersist
 masters, which leave that process tree, are read apart from /proc in a control folder of the
 benchmark's own. Tasks: ok + skipped of each worker in the PLAY RECAP. The section of
-BENCHMARKS.md (bench/bootstrap/report.py) ends with the goals, each met or missed.
+bench/bootstrap/RESULTS.md (bench/bootstrap/report.py) ends with the goals, each met or missed.
 
-    bench/bootstrap/run.py --workers 1 2 4 8 --reruns 3 --cold 1 --markdown BENCHMARKS.md
-    bench/bootstrap/run.py --render-only --markdown BENCHMARKS.md   # table and figures again
+    bench/bootstrap/run.py --workers 1 2 4 8 --reruns 3 --cold 1 \
+        --markdown bench/bootstrap/RESULTS.md
+    bench/bootstrap/run.py --render-only --markdown bench/bootstrap/RESULTS.md  # table, figures
 
 Raw rows: bench/results/bootstrap.json (with every run's log under .cache/bench/logs).
 """

@@ -1,4 +1,5 @@
-"""The client-library benchmark's BENCHMARKS.md section, from the result of bench/client/run.py."""
+"""The client-library benchmark's section of bench/client/RESULTS.md, from the result of
+bench/client/run.py."""
 
 from __future__ import annotations
 

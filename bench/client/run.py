@@ -14,7 +14,7 @@ Both talk to one emulated TPU API (``tools/tpu_emulator``, a subprocess) holding
   (``bench/client/deps.py``), distributions, installed size, native code.
 
     .venv/bin/python bench/client/run.py [--nodes 1000] [--repeat 5] [--round-trips 9]
-                                         [--markdown BENCHMARKS.md]
+                                         [--markdown bench/client/RESULTS.md]
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ ansible-core's routing table (runtime.yml) again, where the others read the kept
 fourth side forks from servers that do not load, from their second run on, the plugins every run
 loads and the collection modules their runs imported (CLOUDTPU_FORKED_CLI_WARM=0).
 
-    .venv/bin/python bench/forked_cli/run.py [--runs 12] [--repeat 3] [--markdown BENCHMARKS.md]
+    .venv/bin/python bench/forked_cli/run.py [--runs 12] [--repeat 3] \
+        [--markdown bench/forked_cli/RESULTS.md]
 """
 
 from __future__ import annotations

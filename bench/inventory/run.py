@@ -13,7 +13,7 @@ ZONES zones. Measured, side by side, in one run:
 Each is repeated ``--repeat`` times; the median is reported, with min and max.
 
     .venv/bin/python bench/inventory/run.py [--nodes 1000] [--zones 10] [--repeat 5]
-                                            [--markdown BENCHMARKS.md]
+                                            [--markdown bench/inventory/RESULTS.md]
 """
 
 from __future__ import annotations

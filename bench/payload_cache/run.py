@@ -10,7 +10,8 @@ the cache off and on, in one run, and reads the container's own CPU time from it
 * on, cold: the first run after the cache folder was emptied (it is written then);
 * on: the cache filled.
 
-    .venv/bin/python bench/payload_cache/run.py [--tasks 40] [--repeat 3] [--markdown BENCHMARKS.md]
+    .venv/bin/python bench/payload_cache/run.py [--tasks 40] [--repeat 3] \
+        [--markdown bench/payload_cache/RESULTS.md]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The push-against-pull section of BENCHMARKS.md from bench/pull/run.py's raw rows: one line per
-worker count (wall time and controller CPU of each side, and their ratios), the growth from the
-fewest workers to the most, and the figure (bench/pull/plot.py draws it)."""
+"""The push-against-pull section of bench/pull/RESULTS.md from bench/pull/run.py's raw rows: one
+line per worker count (wall time and controller CPU of each side, and their ratios), the growth
+from the fewest workers to the most, and the figure (bench/pull/plot.py draws it)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def markdown(data: dict[str, Any]) -> str:
                     f"Growth {first} → {last} workers, {kind}: wall {ratio(a['wall'], b['wall'])}, "
                     f"controller CPU {ratio(a['cpu'], b['cpu'])}."
                 )
-    lines += ["", "![push against pull](bench/figures/pull-push.png)"]
+    lines += ["", "![push against pull](../figures/pull-push.png)"]
     return "\n".join(lines)
 
 

@@ -21,7 +21,7 @@ the pull runs name that host in ``tpu_provision_pull_repo_http_hosts`` and
 metadata server, crosses the Docker network in clear). Sides alternate order between worker
 counts.
 
-    bench/pull/run.py --workers 1 2 4 --markdown BENCHMARKS.md
+    bench/pull/run.py --workers 1 2 4 --markdown bench/pull/RESULTS.md
 
 Raw rows: bench/results/pull.json (every run's log under .cache/bench/pull-logs); figure:
 bench/figures/pull-push.png.

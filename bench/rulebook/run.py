@@ -13,7 +13,7 @@ Measured side by side against the emulator, in one run:
 ansible-rulebook and its ansible-core go into a venv of the benchmark's own
 (.cache/rulebook-venv); it needs a Java 17 runtime on the control machine (its rule engine).
 
-    .venv/bin/python bench/rulebook/run.py [--repeat 3] [--markdown BENCHMARKS.md]
+    .venv/bin/python bench/rulebook/run.py [--repeat 3] [--markdown bench/rulebook/RESULTS.md]
 """
 
 from __future__ import annotations

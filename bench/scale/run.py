@@ -16,7 +16,7 @@ off, pipelining on or off, and the mitogen strategy (from a venv of its own unde
 the project's default). Everything else is the project's ansible.cfg.
 
     .venv/bin/python bench/scale/run.py [--hosts 8 64 256] [--containers 3] [--repeat 1]
-                                        [--markdown BENCHMARKS.md] [--no-mitogen]
+                                        [--markdown bench/scale/RESULTS.md] [--no-mitogen]
 
 Raw rows: bench/results/scale.json; chart: bench/figures/scale-noop.svg and scale-adhoc.svg.
 """
@@ -298,7 +298,7 @@ def run_cell(
 def write(
     result: dict[str, Any], rows: list[dict[str, Any]], markdown: str | None, path: Path
 ) -> str:
-    """Results so far: JSON, charts and the BENCHMARKS.md section (after every cell)."""
+    """Results so far: JSON, charts and the section of bench/scale/RESULTS.md (after every cell)."""
     result.update(rows=rows, cells=report.summarize(rows), load_after=round(os.getloadavg()[0], 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

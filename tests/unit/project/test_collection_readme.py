@@ -39,7 +39,7 @@ README = "README.rst"
 CLONE_ONLY = {
     "a make target": re.compile(r"\bmake\s+[a-z][a-z-]*\b"),
     "tools/": re.compile(r"\btools/"),
-    "BENCHMARKS.md": re.compile(r"BENCHMARKS"),
+    "the benchmarks": re.compile(r"BENCHMARKS|\bbench/"),
     "the clone's venv": re.compile(r"\.venv\b"),
     "the repository's inventories": re.compile(r"\binventories/"),
     "a playbook run by its path": re.compile(
