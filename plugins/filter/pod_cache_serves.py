@@ -21,7 +21,7 @@ description:
   - For the python and framework roles' pod caches (the python role's entry point
     C(pod_wheels)). True when this host is its pod's coordinator and two or more hosts of the
     pod in the play go through the role's tasks (their converged fact does not say
-    C(converged)): the coordinator then goes through them too, converged or not, to fetch the
+    C(converged)). The coordinator then goes through them too, converged or not, to fetch the
     wheels once and serve them to the others.
 positional: _input, host, play_hosts, hostvars, seen
 options:
