@@ -72,7 +72,9 @@ RETURN = r"""
 _value:
   description:
     - C(pin) (the release, empty when the index named none), C(tools), C(specs), C(reqs) (the
-      specifiers and C(-r FILE)), C(install) (the whole command) and C(dry_run).
+      specifiers and C(-r FILE)), C(install) (the whole command), C(dry_run) and C(pin_only)
+      (the pinned release and its tools are all there is to install, with no extras, no
+      requirements file, not C(latest)).
   type: dict
 """
 

@@ -95,7 +95,9 @@ def specs(
     ``version`` ``latest`` (else ignored). Returns ``pin`` (the release, ``''`` when the index
     named none), ``tools`` (unpinned tools that come with the framework), ``specs``, ``reqs``
     (what a download is given: the specifiers and ``-r FILE``), ``install`` (the whole command)
-    and ``dry_run`` (the installer's dry run of it).
+    and ``dry_run`` (the installer's dry run of it), and ``pin_only`` (the framework's pinned
+    release and its tools are all there is to install: no extra requirements, no requirements
+    file, not ``latest``).
     """
     if version == "latest":
         found = NEWEST.search(newest or "")
@@ -127,7 +129,26 @@ def specs(
         "reqs": [*wanted, *files],
         "install": install,
         "dry_run": [*install[:cut], *dry, *install[cut:]],
+        "pin_only": (
+            framework != "none"
+            and version != "latest"
+            and not requirements_file
+            and len(wanted) == 1 + len(tools)
+        ),
     }
+
+
+def at_pin(present: Mapping[str, Any], pin_only: bool, pin: str) -> bool:
+    """Whether the venv holds the pinned release and every tool already, so that there is
+    nothing to ask the index (with ``pin_only``, see :func:`specs`).
+
+    ``present`` is the registered result of files/framework_present.py: the framework's
+    version on its first line (rc 1 without it), then a line naming the tools missing.
+    """
+    if not pin_only or present.get("skipped") or present.get("rc") != 0:
+        return False
+    lines = present.get("stdout_lines", [])
+    return not any(lines[1:]) and (lines[0] if lines else "").strip() == pin
 
 
 def plan(result: Mapping[str, Any], name: str, missing: bool = False, dist: str = "") -> dict:
