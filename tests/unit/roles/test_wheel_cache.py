@@ -3,7 +3,8 @@
 Exercised: the hashed requirements file made from a folder of wheels and sdists (and the
 folders it refuses), pip installing from that file with --require-hashes and refusing a file
 whose bytes changed, and the server answering only the addresses it is given, only for the
-distribution files of its folder. The two-worker round trip runs in the demo pod (bench/framework/RESULTS.md).
+distribution files of its folder. The two-worker round trip runs in the demo pod
+(bench/framework/RESULTS.md).
 """
 
 from __future__ import annotations
