@@ -234,10 +234,7 @@ class Nodes:
                     f"Node {node['name']} was deleted while it was being created.",
                     status="ABORTED",
                 )
-            node["networkEndpoints"] = self._endpoints(addresses)
-            node["state"] = "READY"
-            node["health"] = "HEALTHY"
-            return {"@type": TYPE_PREFIX + "Node", **copy.deepcopy(node)}
+            return self._ready(node, addresses)
 
         self._run(op, lambda: self.backend.create(info), apply)
         return 200, copy.deepcopy(op)
@@ -277,49 +274,50 @@ class Nodes:
             )
         return info
 
+    def _ready(self, node: dict[str, Any], addresses: list[WorkerAddress]) -> dict[str, Any]:
+        """A node whose workers came up (created or started): READY and HEALTHY at these
+        addresses; the operation's response."""
+        node["networkEndpoints"] = self._endpoints(addresses)
+        node["state"] = "READY"
+        node["health"] = "HEALTHY"
+        return {"@type": TYPE_PREFIX + "Node", **copy.deepcopy(node)}
+
+    def _stopped(self, node: dict[str, Any], _: Any) -> dict[str, Any]:
+        node["state"] = "STOPPED"
+        node.pop("health", None)
+        self._drop_external(node)
+        return {"@type": TYPE_PREFIX + "Node", **copy.deepcopy(node)}
+
+    def _nodes_power(
+        self, project: Project, params: dict[str, str], verb: str
+    ) -> tuple[int, dict[str, Any]]:
+        """Stop or start a single-host node: from READY through STOPPING to STOPPED, or from
+        STOPPED through STARTING to READY."""
+        zone, node_id = params["z"], params["n"]
+        node = self._get_node(project, zone, node_id)
+        info = self._single_host_only(project, zone, node, verb)
+        before, during, done, call, apply = {
+            "stop": ("READY", "STOPPING", "stopped", self.backend.stop, self._stopped),
+            "start": ("STOPPED", "STARTING", "started", self.backend.start, self._ready),
+        }[verb]
+        if node["state"] != before:
+            raise errors.failed_precondition(
+                f"Node {node_id} is {node['state']}; only a {before} node can be {done}."
+            )
+        node["state"] = during
+        op = self._operation(project, zone, verb, node["name"])
+        self._run(op, lambda: call(info), lambda result: apply(node, result))
+        return 200, copy.deepcopy(op)
+
     def _nodes_stop(
         self, project: Project, params: dict[str, str], query: dict[str, Any], body: dict[str, Any]
     ) -> tuple[int, dict[str, Any]]:
-        zone, node_id = params["z"], params["n"]
-        node = self._get_node(project, zone, node_id)
-        info = self._single_host_only(project, zone, node, "stop")
-        if node["state"] != "READY":
-            raise errors.failed_precondition(
-                f"Node {node_id} is {node['state']}; only a READY node can be stopped."
-            )
-        node["state"] = "STOPPING"
-        op = self._operation(project, zone, "stop", node["name"])
-
-        def apply(_: Any) -> dict[str, Any]:
-            node["state"] = "STOPPED"
-            node.pop("health", None)
-            self._drop_external(node)
-            return {"@type": TYPE_PREFIX + "Node", **copy.deepcopy(node)}
-
-        self._run(op, lambda: self.backend.stop(info), apply)
-        return 200, copy.deepcopy(op)
+        return self._nodes_power(project, params, "stop")
 
     def _nodes_start(
         self, project: Project, params: dict[str, str], query: dict[str, Any], body: dict[str, Any]
     ) -> tuple[int, dict[str, Any]]:
-        zone, node_id = params["z"], params["n"]
-        node = self._get_node(project, zone, node_id)
-        info = self._single_host_only(project, zone, node, "start")
-        if node["state"] != "STOPPED":
-            raise errors.failed_precondition(
-                f"Node {node_id} is {node['state']}; only a STOPPED node can be started."
-            )
-        node["state"] = "STARTING"
-        op = self._operation(project, zone, "start", node["name"])
-
-        def apply(addresses: list[WorkerAddress]) -> dict[str, Any]:
-            node["networkEndpoints"] = self._endpoints(addresses)
-            node["state"] = "READY"
-            node["health"] = "HEALTHY"
-            return {"@type": TYPE_PREFIX + "Node", **copy.deepcopy(node)}
-
-        self._run(op, lambda: self.backend.start(info), apply)
-        return 200, copy.deepcopy(op)
+        return self._nodes_power(project, params, "start")
 
     def _nodes_patch(
         self, project: Project, params: dict[str, str], query: dict[str, Any], body: dict[str, Any]

@@ -190,6 +190,41 @@ def test_guest_attributes_of_a_stopped_or_missing_node(server: Any) -> None:
     assert call(server.root_url, "POST", f"{LOC}/nodes/ghost:getGuestAttributes", {})[0] == 404
 
 
+# -- nodes.stop / start ----------------------------------------------------------------------
+
+
+def test_stop_then_start_a_single_host_node(server: Any) -> None:
+    before = call(server.root_url, "GET", f"{LOC}/nodes/one")[1]
+    assert before["state"] == "READY" and before["health"] == "HEALTHY"
+    stopped = wait_done(server, call(server.root_url, "POST", f"{LOC}/nodes/one:stop", {})[1])
+    assert stopped["response"]["state"] == "STOPPED" and "health" not in stopped["response"]
+    started = wait_done(server, call(server.root_url, "POST", f"{LOC}/nodes/one:start", {})[1])
+    node_now = started["response"]
+    assert (node_now["state"], node_now["health"]) == ("READY", "HEALTHY")
+    assert len(node_now["networkEndpoints"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "verb", "message"),
+    [
+        ("one", "start", "Node one is READY; only a STOPPED node can be started."),
+        ("off", "stop", "Node off is STOPPED; only a READY node can be stopped."),
+        ("pod", "stop", "Stop is only supported for single-host TPU nodes; node pod (v4-32)"),
+        ("pod", "start", "Start is only supported for single-host TPU nodes; node pod (v4-32)"),
+    ],
+)
+def test_stop_and_start_refuse_a_node_in_another_state_or_of_many_hosts(
+    server: Any, name: str, verb: str, message: str
+) -> None:
+    status, body = call(server.root_url, "POST", f"{LOC}/nodes/{name}:{verb}", {})
+    assert status == 400, body
+    assert body["error"]["status"] == "FAILED_PRECONDITION", body
+    assert message in body["error"]["message"], body
+    assert call(server.root_url, "GET", f"{LOC}/nodes/{name}")[1]["state"] == (
+        "STOPPED" if name == "off" else "READY"
+    )
+
+
 # -- operations.delete / cancel ------------------------------------------------------------------
 
 
