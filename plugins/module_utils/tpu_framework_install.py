@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_login import login_user_problem
 
 SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 # The first line of `uv pip compile` (jax==0.6.2) or of `pip index versions` (jax (0.6.2)).
@@ -149,6 +150,28 @@ def at_pin(present: Mapping[str, Any], pin_only: bool, pin: str) -> bool:
         return False
     lines = present.get("stdout_lines", [])
     return not any(lines[1:]) and (lines[0] if lines else "").strip() == pin
+
+
+def host_problem(found: Mapping[str, Any], login: Mapping[str, Any], host: str, uv_bin: str) -> str:
+    """Why the role cannot install into the venv on ``host``, or ``''``.
+
+    ``found`` is the role's look at the host: ``passwd`` (the login user's passwd entry, None
+    without one), ``python`` and ``uv`` (whether the venv's python and ``uv_bin`` exist);
+    ``login`` the login contract, whose user owns the venv at ``login['venv']``.
+    """
+    if found["passwd"] is None:
+        return login_user_problem(login, host, None, home=False)
+    if found["python"] and found["uv"]:
+        return ""
+    missing = (
+        f"The venv {login['venv']} has no bin/python"
+        if not found["python"]
+        else f"tpu_framework_uv_bin {uv_bin} does not exist"
+    )
+    return (
+        f"{missing}: run cloudtpu.pod.python first (it makes the venv and installs uv), or point"
+        " tpu_venv_path / tpu_framework_uv_bin at what exists."
+    )
 
 
 def plan(result: Mapping[str, Any], name: str, missing: bool = False, dist: str = "") -> dict:

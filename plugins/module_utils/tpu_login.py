@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import path_problem
@@ -157,3 +157,28 @@ def resolve(
         "runs_dir": posixpath.join(home, RUNS_FOLDER),
         "source": source,
     }
+
+
+def login_user_problem(
+    login: Mapping[str, Any], host: str, entry: Sequence[Any] | None, home: bool = True
+) -> str:
+    """Why a worker's passwd entry does not fit the login contract, or ``''``.
+
+    ``login`` is the contract (:func:`resolve`), ``entry`` the worker's passwd entry of the
+    login user (its seven fields; None when the worker has no such user). With ``home``, the
+    entry's home must be the contract's too (trailing slashes aside), and the message says how
+    to name another home.
+    """
+    if entry is not None and (not home or str(entry[5]).rstrip("/") == login["home"]):
+        return ""
+    found = "has no such user" if entry is None else f"says its home is {entry[5]}"
+    if not home:
+        return (
+            f"The login user is '{login['user']}' (from {login['source']}), but {host} {found}."
+            " Set tpu_login_user (or ansible_user) to the user who logs in."
+        )
+    return (
+        f"The login user is '{login['user']}' (from {login['source']}) with home"
+        f" {login['home']}, but {host} {found}. Set tpu_login_user (or ansible_user) to the"
+        " user who logs in, and tpu_login_home when the home is not /home/<user>."
+    )
