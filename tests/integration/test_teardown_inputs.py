@@ -39,7 +39,7 @@ BASE = {
         ({"tpu_teardown_nodes": ["Bad_Node"]}, "tpu_teardown_nodes", "Bad_Node"),
         ({"tpu_teardown_timeout": "soon"}, "tpu_teardown_timeout", '"soon"'),
         ({"tpu_teardown_poll_interval": "-1"}, "tpu_teardown_poll_interval", '"-1"'),
-        ({"tpu_teardown_confirm": "maybe"}, "tpu_teardown_confirm is 'maybe'", "must be a boolean"),
+        ({"tpu_teardown_confirm": "maybe"}, "tpu_teardown_confirm", '"maybe": not true or false'),
     ],
     ids=["zone", "project", "node", "timeout", "poll-interval", "confirm-word"],
 )

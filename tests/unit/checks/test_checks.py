@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from ansible_collections.cloudtpu.pod.plugins.module_utils.tpu_checks import (
     OPTION_LIMITS,
+    boolean_problem,
     device_glob_problem,
     number_problem,
     option_problems,
@@ -339,6 +340,7 @@ def test_filters_are_the_checks() -> None:
     """One filter file per check, named after it."""
     filters = {}
     for name in (
+        "boolean_problem",
         "path_problem",
         "network_problem",
         "address_problem",
@@ -350,6 +352,7 @@ def test_filters_are_the_checks() -> None:
         module = importlib.import_module(f"ansible_collections.cloudtpu.pod.plugins.filter.{name}")
         filters.update(module.FilterModule().filters())
     assert filters == {
+        "boolean_problem": boolean_problem,
         "path_problem": path_problem,
         "network_problem": network_problem,
         "address_problem": address_problem,
