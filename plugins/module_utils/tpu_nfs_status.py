@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the nfs role does on a worker and how it reports it: whether it starts the server and
 mounts the share now, and the two sentences of its facts tpu_nfs_server_status and
-tpu_nfs_mount_status (the cloudtpu.pod.nfs_status filter, roles/nfs/vars/main.yml)."""
+tpu_nfs_mount_status (the cloudtpu.pod.nfs_status filter, roles/nfs/vars/main.yml); and whether
+tpu_nfs_owner has the same uid across the pod (the cloudtpu.pod.nfs_uid_problem filter)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -79,3 +80,31 @@ def nfs_status(
         "server_status": server_status,
         "mount_status": mount_status,
     }
+
+
+def owner_uid_problem(
+    owner: str,
+    uid: Any,
+    host: str,
+    server: str,
+    server_uid: Any = None,
+    others: Sequence[str] = (),
+) -> str:
+    """Why the share would not be writable for ``owner`` (uid ``uid`` on ``host``), else ''.
+    NFS matches users by uid. A client compares with ``server_uid``, its server's (None when the
+    server is not in the play); the server names ``others``, the workers whose records of the
+    last complete run hold another uid."""
+    if host != server and server_uid is not None and str(uid) != str(server_uid):
+        where = f" on {host} but {server_uid} on the server {server}"
+    elif host == server and others:
+        where = (
+            f" on the server {host} but another one on {', '.join(others)}"
+            " (their records of the last complete run)"
+        )
+    else:
+        return ""
+    return (
+        f"tpu_nfs_owner '{owner}' has uid {uid}{where}. NFS matches users by uid, so the share "
+        "would not be writable there. Give the user the same uid on every worker, or set "
+        "tpu_nfs_squash: all_squash."
+    )
