@@ -5,7 +5,7 @@ from __future__ import annotations
 from tools.jinja_lines import count_text, per_file
 
 # Lower it as logic moves into Python; never raise it.
-CEILING = 324
+CEILING = 280
 
 
 def test_a_multi_line_template_counts_all_its_lines() -> None:
