@@ -58,7 +58,7 @@ def babysit_pick_problem(
 ) -> str:
     """The sentence of the first failing check of the picked run, else ''."""
     if not pick.get("ok"):
-        return str(pick.get("message") or "")
+        return str(pick.get("message") or "no run was picked")
     run_id, script = pick.get("run_id"), pick.get("script")
     if script and not script_given:
         return (

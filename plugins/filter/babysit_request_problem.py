@@ -82,7 +82,7 @@ def babysit_request_problem(
     """The sentence of the first failing check of the request, else ''."""
     for checked in (options, restart, sync):
         if not checked.get("ok"):
-            return str(checked.get("message") or "")
+            return str(checked.get("message") or "the request was refused")
     if restart.get("sync") and sync.get("mode") == "":
         return NO_SYNC_SOURCE
     if check_mode:

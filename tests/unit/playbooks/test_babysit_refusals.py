@@ -41,6 +41,12 @@ def test_a_failed_check_gives_its_own_message(name):
     assert request(**{name: {"ok": False, "message": f"bad {name}"}}) == f"bad {name}"
 
 
+def test_a_failed_check_without_a_message_still_refuses():
+    # babysit.yml's assert passes on an empty sentence: a refusal is never empty
+    assert request(sync={"ok": False}) == "the request was refused"
+    assert babysit_pick_problem({"ok": False}, False, ["pod-w0"]) == "no run was picked"
+
+
 def test_the_options_speak_before_run_and_sync():
     bad = {"ok": False, "message": "first"}
     got = request(options=bad, restart={"ok": False, "message": "second"}, check_mode=True)
